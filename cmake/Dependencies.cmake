@@ -1,0 +1,13 @@
+# Every dependency comes from a Debian 12 package (scripts/install-deps.sh installs them).
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+if(MTPLX_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(MTPLX_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds and runs the test suite: layering check, then every ctest label except `slow`
+# (run those with: ctest --test-dir build -L slow).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+python3 tools/check_layering.py
+cmake --preset release > /dev/null
+cmake --build build -j "$(nproc)"
+ctest --test-dir build -j "$(nproc)" --output-on-failure -LE slow

@@ -1,0 +1,32 @@
+#include "base/process_stats.h"
+
+#include <sys/resource.h>
+
+#include <fstream>
+#include <string>
+
+namespace mtplx {
+
+ProcessStats ReadProcessStats() {
+  ProcessStats stats;
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    stats.major_faults = static_cast<uint64_t>(usage.ru_majflt);
+    stats.minor_faults = static_cast<uint64_t>(usage.ru_minflt);
+  }
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      uint64_t kib = 0;
+      status >> kib;
+      stats.resident_bytes = kib * 1024;
+      break;
+    }
+    std::string rest;
+    std::getline(status, rest);
+  }
+  return stats;
+}
+
+}  // namespace mtplx

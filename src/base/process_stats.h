@@ -1,0 +1,16 @@
+// Process-level measurements: resident memory and page faults.
+#pragma once
+
+#include <cstdint>
+
+namespace mtplx {
+
+struct ProcessStats {
+  uint64_t resident_bytes = 0;  // VmRSS
+  uint64_t major_faults = 0;    // faults that had to read from disk
+  uint64_t minor_faults = 0;
+};
+
+ProcessStats ReadProcessStats();
+
+}  // namespace mtplx

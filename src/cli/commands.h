@@ -1,0 +1,20 @@
+// The mtplx subcommands. Each registers its flags on a CLI11 app and returns a runner that
+// yields the process exit code.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace mtplx::cli {
+
+using Runner = std::function<int()>;
+
+Runner AddSynthCommand(CLI::App& app);
+Runner AddScoreCommand(CLI::App& app);
+Runner AddRunCommand(CLI::App& app);
+
+// Prints "[mtplx] error: ..." to stderr and returns the exit code for failures.
+int ReportError(const std::string& message);
+
+}  // namespace mtplx::cli

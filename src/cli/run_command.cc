@@ -1,0 +1,159 @@
+// `mtplx run "PROMPT"`: chat-formats the prompt, streams the answer, prints a stats line.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/file.h"
+#include "base/strings.h"
+#include "cli/commands.h"
+#include "cli/default_model.h"
+#include "engine/generator.h"
+#include "io/generation_config.h"
+#include "model/model.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mtplx::cli {
+namespace {
+
+struct RunOptions {
+  std::string prompt;
+  std::string model_dir;
+  std::string system;
+  int max_tokens = 256;
+  double temperature = -1, top_p = -1, min_p = -1;
+  int top_k = -1;
+  uint64_t seed = 0;
+  int threads = 0;
+  bool json = false;
+  bool quiet = false;
+};
+
+// ChatML as the Qwen templates render a plain conversation with a generation prompt. Template
+// text is encoded with special tokens enabled; user text never is, so it cannot forge them.
+std::vector<int32_t> EncodeChat(const tokenizer::Tokenizer& tok, const RunOptions& o) {
+  std::vector<int32_t> ids;
+  auto special = [&](const std::string& s) {
+    auto part = tok.Encode(s, true);
+    ids.insert(ids.end(), part.begin(), part.end());
+  };
+  auto plain = [&](const std::string& s) {
+    auto part = tok.Encode(s, false);
+    ids.insert(ids.end(), part.begin(), part.end());
+  };
+  if (!o.system.empty()) {
+    special("<|im_start|>system\n");
+    plain(o.system);
+    special("<|im_end|>\n");
+  }
+  special("<|im_start|>user\n");
+  plain(o.prompt);
+  special("<|im_end|>\n<|im_start|>assistant\n");
+  return ids;
+}
+
+Result<std::string> ReadPrompt(const std::string& prompt) {
+  if (prompt != "-") return prompt;
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  return text;
+}
+
+int RunGenerate(RunOptions o) {
+  auto prompt = ReadPrompt(o.prompt);
+  if (!prompt.ok()) return ReportError(prompt.status().message());
+  o.prompt = *prompt;
+  if (o.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
+    return ReportError("the prompt is empty");
+  if (o.model_dir.empty()) {
+    auto found = DefaultModelDir();
+    if (!found.ok()) return ReportError(found.status().message());
+    o.model_dir = *found;
+  }
+  auto tok = tokenizer::Tokenizer::FromJsonFile(JoinPath(o.model_dir, "tokenizer.json"));
+  if (!tok.ok()) return ReportError(tok.status().message());
+  auto defaults = io::LoadGenerationDefaults(o.model_dir);
+  if (!defaults.ok()) return ReportError(defaults.status().message());
+  model::LoadOptions load;
+  load.threads = o.threads;
+  load.show_progress = !o.quiet && !o.json;
+  auto loaded = model::Model::Load(o.model_dir, load);
+  if (!loaded.ok()) return ReportError(loaded.status().message());
+
+  engine::GenerateRequest request;
+  request.prompt = EncodeChat(*tok, o);
+  request.max_tokens = o.max_tokens;
+  request.seed = o.seed;
+  request.stop_ids = defaults->stop_ids;
+  for (const char* stop : {"<|im_end|>", "<|endoftext|>"})
+    if (auto id = tok->AddedTokenId(stop)) request.stop_ids.push_back(*id);
+  request.sampling.temperature = o.temperature >= 0 ? o.temperature : defaults->temperature;
+  request.sampling.top_p = o.top_p >= 0 ? o.top_p : defaults->top_p;
+  request.sampling.top_k = o.top_k >= 0 ? o.top_k : defaults->top_k;
+  request.sampling.min_p = o.min_p >= 0 ? o.min_p : defaults->min_p;
+
+  tokenizer::StreamDecoder decoder(&*tok, /*skip_special_tokens=*/true);
+  std::string text;
+  auto on_token = [&](int32_t id) {
+    const std::string piece = decoder.Push(id);
+    text += piece;
+    if (!o.json) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  };
+  auto result = engine::GeneratePlain(**loaded, request, on_token);
+  if (!result.ok()) return ReportError(result.status().message());
+  const std::string tail = decoder.Flush();
+  text += tail;
+  const auto& s = result->stats;
+  if (o.json) {
+    nlohmann::json out = {
+        {"text", text},
+        {"token_ids", result->tokens},
+        {"finish_reason", result->finish_reason},
+        {"stats",
+         {{"mode", "AR"}, {"depth", 0}, {"tokens", s.completion_tokens},
+          {"prompt_tokens", s.prompt_tokens}, {"tok_s", s.DecodeTokensPerSecond()},
+          {"prefill_tok_s", s.PrefillTokensPerSecond()}}}};
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
+  std::printf("%s\n", tail.c_str());
+  if (!o.quiet)
+    std::fprintf(stderr, "[mtplx] mode=AR depth=0 tokens=%lld tok/s=%.2f prefill_tok/s=%.1f\n",
+                 static_cast<long long>(s.completion_tokens), s.DecodeTokensPerSecond(),
+                 s.PrefillTokensPerSecond());
+  return 0;
+}
+
+}  // namespace
+
+Runner AddRunCommand(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Generate a reply to a prompt (\"-\" reads stdin)");
+  cmd->add_option("prompt", o->prompt, "The prompt, or - for stdin")->required();
+  cmd->add_option("--model", o->model_dir, "Model folder (default: the bundled model)");
+  cmd->add_option("--system", o->system, "System prompt");
+  cmd->add_option("--max-tokens", o->max_tokens, "Most tokens to generate")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--temperature", o->temperature, "0 = greedy")->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--top-p", o->top_p, "Nucleus mass")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--top-k", o->top_k, "Keep the k most likely tokens (0 = off)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--min-p", o->min_p, "Drop tokens below min-p x the top probability")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--seed", o->seed, "Sampling seed");
+  cmd->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
+  cmd->add_flag("--json", o->json, "Print one JSON object instead of streaming");
+  cmd->add_flag("--quiet", o->quiet, "No progress bar or stats line");
+  return [o] { return RunGenerate(*o); };
+}
+
+}  // namespace mtplx::cli

@@ -1,0 +1,33 @@
+#include <memory>
+
+#include "cli/commands.h"
+#include "synth/synth.h"
+
+namespace mtplx::cli {
+
+Runner AddSynthCommand(CLI::App& app) {
+  auto options = std::make_shared<synth::SynthOptions>();
+  CLI::App* cmd = app.add_subcommand("synth", "Write a synthetic checkpoint in the exact real format");
+  cmd->add_option("--preset", options->preset, "dense-tiny | moe-tiny | next-tiny | qwen35-9b")
+      ->check(CLI::IsMember({"dense-tiny", "moe-tiny", "next-tiny", "qwen35-9b"}));
+  cmd->add_option("--out", options->out_dir, "Output folder")->required();
+  cmd->add_option("--format", options->format, "hf | mlx")->check(CLI::IsMember({"hf", "mlx"}));
+  cmd->add_option("--bits", options->bits, "MLX affine bits (2,3,4,5,6,8); 0 = bf16");
+  cmd->add_option("--group-size", options->group_size, "MLX group size (32, 64, 128)");
+  cmd->add_option("--seed", options->seed, "Seed of every weight value");
+  cmd->add_option("--threads", options->threads, "Worker threads (0 = all cores)");
+  cmd->add_flag("--fused-mtp-experts", options->fused_mtp_experts,
+                "MoE: store MTP experts fused like the trunk (Qwen3.6 layout)");
+  cmd->add_flag("!--no-progress", options->progress, "Hide the progress bar");
+  return [options] {
+    const Status status = synth::WriteSyntheticCheckpoint(*options);
+    if (!status.ok()) return ReportError(status.message());
+    std::fprintf(stderr, "[mtplx] wrote %s (%s, %s%s) to %s\n", options->preset.c_str(),
+                 options->format.c_str(), options->bits ? std::to_string(options->bits).c_str() : "bf16",
+                 options->bits ? (" bit g" + std::to_string(options->group_size)).c_str() : "",
+                 options->out_dir.c_str());
+    return 0;
+  };
+}
+
+}  // namespace mtplx::cli

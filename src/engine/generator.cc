@@ -1,0 +1,84 @@
+#include "engine/generator.h"
+
+#include <algorithm>
+
+#include "base/strings.h"
+#include "base/timer.h"
+
+namespace mtplx::engine {
+namespace {
+
+constexpr int64_t kPrefillChunk = 512;
+
+// Prefills all prompt tokens but the last in chunks, then runs the last one alone and returns
+// its logits.
+Result<std::vector<float>> Prefill(const model::Model& model, state::SequenceState& state,
+                                   const std::vector<int32_t>& prompt) {
+  model::ForwardOptions body;
+  body.all_logits = false;
+  model::ForwardOutput out;
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  for (int64_t begin = 0; begin < n - 1; begin += kPrefillChunk) {
+    const int64_t count = std::min(kPrefillChunk, n - 1 - begin);
+    MTPLX_RETURN_IF_ERROR(
+        model.Forward(state, std::span<const int32_t>(prompt.data() + begin, count), body, &out));
+  }
+  MTPLX_RETURN_IF_ERROR(
+      model.Forward(state, std::span<const int32_t>(prompt.data() + n - 1, 1), body, &out));
+  return std::move(out.logits);
+}
+
+}  // namespace
+
+double GenerateStats::DecodeTokensPerSecond() const {
+  return decode_seconds > 0 ? static_cast<double>(completion_tokens) / decode_seconds : 0.0;
+}
+
+double GenerateStats::PrefillTokensPerSecond() const {
+  return prefill_seconds > 0 ? static_cast<double>(prompt_tokens) / prefill_seconds : 0.0;
+}
+
+Result<GenerateResult> GeneratePlain(const model::Model& model, const GenerateRequest& request,
+                                     const TokenCallback& on_token) {
+  if (request.prompt.empty()) return InvalidArgument("the prompt is empty");
+  const int64_t context = model.config().max_position_embeddings;
+  if (static_cast<int64_t>(request.prompt.size()) >= context)
+    return OutOfRange(StrCat("the prompt has ", request.prompt.size(),
+                             " tokens but the model's context window is ", context));
+  GenerateResult result;
+  result.stats.prompt_tokens = static_cast<int64_t>(request.prompt.size());
+  auto state = model.NewState();
+  Timer timer;
+  MTPLX_ASSIGN_OR_RETURN(std::vector<float> logits, Prefill(model, *state, request.prompt));
+  result.stats.prefill_seconds = timer.Seconds();
+  timer.Reset();
+
+  sample::CounterRng rng(request.seed);
+  std::vector<int32_t> counts(model.config().vocab_size, 0);
+  model::ForwardOptions step;
+  model::ForwardOutput out;
+  result.finish_reason = "length";
+  while (static_cast<int>(result.tokens.size()) < request.max_tokens) {
+    const int32_t token = sample::Sample(logits, request.sampling, rng, counts);
+    result.tokens.push_back(token);
+    ++counts[token];
+    if (std::find(request.stop_ids.begin(), request.stop_ids.end(), token) !=
+        request.stop_ids.end()) {
+      result.finish_reason = "stop";
+      break;
+    }
+    if (on_token && !on_token(token)) {
+      result.finish_reason = "cancelled";
+      break;
+    }
+    if (static_cast<int>(result.tokens.size()) >= request.max_tokens) break;
+    if (state->position() + 1 >= context) break;
+    MTPLX_RETURN_IF_ERROR(model.Forward(*state, std::span<const int32_t>(&token, 1), step, &out));
+    logits.swap(out.logits);
+  }
+  result.stats.completion_tokens = static_cast<int64_t>(result.tokens.size());
+  result.stats.decode_seconds = timer.Seconds();
+  return result;
+}
+
+}  // namespace mtplx::engine

@@ -1,0 +1,46 @@
+// Plain autoregressive generation: prefill, decode, stop tokens, stop strings, max tokens and a
+// streaming callback. The prompt is prefilled as body + final token, the same partition the
+// speculative path uses, so greedy outputs of both cannot diverge at near-ties.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/model.h"
+#include "sample/sampler.h"
+
+namespace mtplx::engine {
+
+struct GenerateRequest {
+  std::vector<int32_t> prompt;
+  sample::SamplingParams sampling;
+  uint64_t seed = 0;
+  int max_tokens = 256;
+  std::vector<int32_t> stop_ids;
+};
+
+struct GenerateStats {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double prefill_seconds = 0.0;
+  double decode_seconds = 0.0;
+  double DecodeTokensPerSecond() const;
+  double PrefillTokensPerSecond() const;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;
+  std::string finish_reason;  // "stop" | "length" | "cancelled"
+  GenerateStats stats;
+};
+
+// Called with each new token; return false to stop (finish_reason "cancelled").
+using TokenCallback = std::function<bool(int32_t token)>;
+
+Result<GenerateResult> GeneratePlain(const model::Model& model, const GenerateRequest& request,
+                                     const TokenCallback& on_token);
+
+}  // namespace mtplx::engine

@@ -1,0 +1,66 @@
+#include "io/generation_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/file.h"
+#include "base/strings.h"
+
+namespace mtplx::io {
+namespace {
+
+using nlohmann::json;
+
+Result<json> ReadJson(const std::string& path) {
+  MTPLX_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  json value = json::parse(text, nullptr, false);
+  if (value.is_discarded() || !value.is_object())
+    return InvalidArgument(StrCat(path, ": not a valid JSON object"));
+  return value;
+}
+
+void ReadSampler(const json& obj, GenerationDefaults& d) {
+  if (obj.contains("temperature") && obj["temperature"].is_number())
+    d.temperature = obj["temperature"].get<double>();
+  if (obj.contains("top_p") && obj["top_p"].is_number()) d.top_p = obj["top_p"].get<double>();
+  if (obj.contains("top_k") && obj["top_k"].is_number_integer()) d.top_k = obj["top_k"].get<int>();
+  if (obj.contains("min_p") && obj["min_p"].is_number()) d.min_p = obj["min_p"].get<double>();
+}
+
+void ReadStopIds(const json& value, std::vector<int32_t>& out) {
+  if (value.is_number_integer()) out.push_back(value.get<int32_t>());
+  if (value.is_array())
+    for (const auto& v : value)
+      if (v.is_number_integer()) out.push_back(v.get<int32_t>());
+}
+
+}  // namespace
+
+Result<GenerationDefaults> LoadGenerationDefaults(const std::string& model_dir) {
+  GenerationDefaults d;
+  const std::string gen_path = JoinPath(model_dir, "generation_config.json");
+  if (FileExists(gen_path)) {
+    MTPLX_ASSIGN_OR_RETURN(json gen, ReadJson(gen_path));
+    if (gen.contains("eos_token_id")) ReadStopIds(gen["eos_token_id"], d.stop_ids);
+    ReadSampler(gen, d);
+    d.source = "generation_config.json";
+  }
+  const std::string runtime_path = JoinPath(model_dir, "mtplx_runtime.json");
+  if (FileExists(runtime_path)) {
+    MTPLX_ASSIGN_OR_RETURN(json runtime, ReadJson(runtime_path));
+    if (runtime.contains("sampler") && runtime["sampler"].is_object()) {
+      ReadSampler(runtime["sampler"], d);
+      d.source = "mtplx_runtime.json";
+    }
+  }
+  if (d.stop_ids.empty()) {
+    const std::string config_path = JoinPath(model_dir, "config.json");
+    if (FileExists(config_path)) {
+      MTPLX_ASSIGN_OR_RETURN(json config, ReadJson(config_path));
+      const json& text = config.contains("text_config") ? config["text_config"] : config;
+      if (text.contains("eos_token_id")) ReadStopIds(text["eos_token_id"], d.stop_ids);
+    }
+  }
+  return d;
+}
+
+}  // namespace mtplx::io

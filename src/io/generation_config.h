@@ -1,0 +1,25 @@
+// Generation defaults of a model folder: stop ids (generation_config.json eos_token_id, a number
+// or a list) and sampler defaults (mtplx_runtime.json sampler, else generation_config.json,
+// else temperature 0.6 / top-p 0.95 / top-k 20).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace mtplx::io {
+
+struct GenerationDefaults {
+  std::vector<int32_t> stop_ids;
+  double temperature = 0.6;
+  double top_p = 0.95;
+  int top_k = 20;
+  double min_p = 0.0;
+  std::string source = "built-in";  // which file the sampler values came from
+};
+
+Result<GenerationDefaults> LoadGenerationDefaults(const std::string& model_dir);
+
+}  // namespace mtplx::io

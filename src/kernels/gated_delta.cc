@@ -1,0 +1,171 @@
+#include "kernels/gated_delta.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+
+namespace mtplx::kernels {
+namespace {
+
+// Views of one value head's inputs at token t.
+struct HeadView {
+  const GdnDims& dims;
+  const GdnInputs& in;
+  int64_t head;
+  int64_t key_head;
+
+  const float* q(int64_t t) const { return in.q + (t * dims.key_heads + key_head) * dims.key_dim; }
+  const float* k(int64_t t) const { return in.k + (t * dims.key_heads + key_head) * dims.key_dim; }
+  const float* v(int64_t t) const {
+    return in.v + (t * dims.value_heads + head) * dims.value_dim;
+  }
+  float g(int64_t t) const { return in.g[t * dims.value_heads + head]; }
+  float beta(int64_t t) const { return in.beta[t * dims.value_heads + head]; }
+};
+
+void RecurrentHead(const HeadView& h, int64_t tokens, float* s, float* out) {
+  const int64_t dk = h.dims.key_dim, dv = h.dims.value_dim;
+  std::vector<float> delta(dv);
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float alpha = std::exp(h.g(t));
+    const float beta = h.beta(t);
+    const float* k = h.k(t);
+    const float* q = h.q(t);
+    const float* v = h.v(t);
+    for (int64_t i = 0; i < dk * dv; ++i) s[i] *= alpha;
+    // m = S^T k, accumulated over d in order.
+    std::fill(delta.begin(), delta.end(), 0.0f);
+    for (int64_t d = 0; d < dk; ++d)
+      for (int64_t c = 0; c < dv; ++c) delta[c] += s[d * dv + c] * k[d];
+    for (int64_t c = 0; c < dv; ++c) delta[c] = beta * (v[c] - delta[c]);
+    for (int64_t d = 0; d < dk; ++d)
+      for (int64_t c = 0; c < dv; ++c) s[d * dv + c] += k[d] * delta[c];
+    float* o = out + (t * h.dims.value_heads + h.head) * dv;
+    std::fill(o, o + dv, 0.0f);
+    for (int64_t d = 0; d < dk; ++d)
+      for (int64_t c = 0; c < dv; ++c) o[c] += s[d * dv + c] * q[d];
+  }
+}
+
+// One chunk of n <= C tokens starting at t0 for one head; see gated_delta.h and
+// docs/architecture.md for the algebra.
+void ChunkHead(const HeadView& h, int64_t t0, int64_t n, float* s, float* out) {
+  const int64_t dk = h.dims.key_dim, dv = h.dims.value_dim;
+  std::vector<float> G(n), L(n * n, 0.0f), U(n * dv), W(n * dk), vp(n * dv);
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; ++i) G[i] = (acc += h.g(t0 + i));
+  // L_ij = beta_i (k_i . k_j) exp(G_i - G_j) for j < i.
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j)
+      L[i * n + j] =
+          h.beta(t0 + i) * DotF32(h.k(t0 + i), h.k(t0 + j), dk) * std::exp(G[i] - G[j]);
+  // Forward substitution: U = (I + L)^-1 (beta V), W = (I + L)^-1 (beta e^G K).
+  for (int64_t i = 0; i < n; ++i) {
+    const float b = h.beta(t0 + i);
+    const float eg = std::exp(G[i]);
+    for (int64_t c = 0; c < dv; ++c) U[i * dv + c] = b * h.v(t0 + i)[c];
+    for (int64_t d = 0; d < dk; ++d) W[i * dk + d] = b * eg * h.k(t0 + i)[d];
+    for (int64_t j = 0; j < i; ++j) {
+      const float l = L[i * n + j];
+      for (int64_t c = 0; c < dv; ++c) U[i * dv + c] -= l * U[j * dv + c];
+      for (int64_t d = 0; d < dk; ++d) W[i * dk + d] -= l * W[j * dk + d];
+    }
+  }
+  // V' = U - W S.
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t c = 0; c < dv; ++c) vp[i * dv + c] = U[i * dv + c];
+    for (int64_t d = 0; d < dk; ++d) {
+      const float w = W[i * dk + d];
+      for (int64_t c = 0; c < dv; ++c) vp[i * dv + c] -= w * s[d * dv + c];
+    }
+  }
+  // O_i = e^{G_i} q_i S + sum_{j<=i} (q_i . k_j) exp(G_i - G_j) v'_j.
+  for (int64_t i = 0; i < n; ++i) {
+    float* o = out + ((t0 + i) * h.dims.value_heads + h.head) * dv;
+    const float* q = h.q(t0 + i);
+    const float eg = std::exp(G[i]);
+    std::fill(o, o + dv, 0.0f);
+    for (int64_t d = 0; d < dk; ++d) {
+      const float qd = q[d] * eg;
+      for (int64_t c = 0; c < dv; ++c) o[c] += qd * s[d * dv + c];
+    }
+    for (int64_t j = 0; j <= i; ++j) {
+      const float a = DotF32(q, h.k(t0 + j), dk) * std::exp(G[i] - G[j]);
+      for (int64_t c = 0; c < dv; ++c) o[c] += a * vp[j * dv + c];
+    }
+  }
+  // S <- e^{G_last} S + sum_i e^{G_last - G_i} k_i v'_i^T.
+  const float last = G[n - 1];
+  const float decay = std::exp(last);
+  for (int64_t i = 0; i < dk * dv; ++i) s[i] *= decay;
+  for (int64_t i = 0; i < n; ++i) {
+    const float w = std::exp(last - G[i]);
+    const float* k = h.k(t0 + i);
+    for (int64_t d = 0; d < dk; ++d) {
+      const float kd = k[d] * w;
+      for (int64_t c = 0; c < dv; ++c) s[d * dv + c] += kd * vp[i * dv + c];
+    }
+  }
+}
+
+template <typename Fn>
+void ForEachHead(const GdnDims& dims, ThreadPool* pool, Fn&& fn) {
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t h = begin; h < end; ++h) fn(h);
+  };
+  if (pool) {
+    pool->ParallelFor(dims.value_heads, 1, run);
+  } else {
+    run(0, dims.value_heads);
+  }
+}
+
+}  // namespace
+
+void GdnRecurrent(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float* state,
+                  float* out, ThreadPool* pool) {
+  const int64_t ratio = dims.value_heads / dims.key_heads;
+  ForEachHead(dims, pool, [&](int64_t h) {
+    HeadView view{dims, in, h, h / ratio};
+    RecurrentHead(view, tokens, state + h * dims.key_dim * dims.value_dim, out);
+  });
+}
+
+void GdnChunked(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float* state, float* out,
+                ThreadPool* pool, int64_t chunk) {
+  const int64_t ratio = dims.value_heads / dims.key_heads;
+  ForEachHead(dims, pool, [&](int64_t h) {
+    HeadView view{dims, in, h, h / ratio};
+    float* s = state + h * dims.key_dim * dims.value_dim;
+    for (int64_t t0 = 0; t0 < tokens; t0 += chunk)
+      ChunkHead(view, t0, std::min(chunk, tokens - t0), s, out);
+  });
+}
+
+void CausalConvSilu(const float* x, int64_t tokens, int64_t channels, const float* weight,
+                    int64_t kernel, float* window, float* out) {
+  const int64_t history = kernel - 1;
+  // Rows of the padded stream: window rows first, then the new inputs.
+  auto input_row = [&](int64_t r) -> const float* {
+    return r < history ? window + r * channels : x + (r - history) * channels;
+  };
+  for (int64_t t = 0; t < tokens; ++t) {
+    float* o = out + t * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      float sum = 0.0f;
+      for (int64_t j = 0; j < kernel; ++j) sum += weight[c * kernel + j] * input_row(t + j)[c];
+      o[c] = SiluScalar(sum);
+    }
+  }
+  // Keep the last K-1 inputs as the new window.
+  std::vector<float> next(history * channels);
+  for (int64_t r = 0; r < history; ++r)
+    std::memcpy(next.data() + r * channels, input_row(tokens + r), channels * sizeof(float));
+  std::memcpy(window, next.data(), next.size() * sizeof(float));
+}
+
+}  // namespace mtplx::kernels

@@ -1,0 +1,65 @@
+#include "kernels/ops.h"
+
+#include <cmath>
+
+namespace mtplx::kernels {
+
+void RmsNorm(const float* x, const float* gain, int64_t n, float eps, float* out) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * gain[i];
+}
+
+void GatedRmsNorm(const float* x, const float* z, const float* weight, int64_t n, float eps,
+                  float* out) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i] * SiluScalar(z[i]);
+}
+
+void L2Normalize(float* x, int64_t n, float eps) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(sum + eps);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void ApplyRope(float* head, int64_t rotary_dim, const float* inv_freq, int64_t position) {
+  const int64_t half = rotary_dim / 2;
+  for (int64_t j = 0; j < half; ++j) {
+    const float angle = static_cast<float>(position) * inv_freq[j];
+    const float c = std::cos(angle);
+    const float s = std::sin(angle);
+    const float a = head[j];
+    const float b = head[j + half];
+    head[j] = a * c - b * s;
+    head[j + half] = b * c + a * s;
+  }
+}
+
+void SoftmaxInPlace(float* x, int64_t n) {
+  float max = x[0];
+  for (int64_t i = 1; i < n; ++i) max = std::fmax(max, x[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+float SigmoidScalar(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float SiluScalar(float x) { return x / (1.0f + std::exp(-x)); }
+float SoftplusScalar(float x) {
+  // PyTorch's softplus (beta 1, threshold 20) returns x above the threshold.
+  return x > 20.0f ? x : std::log1p(std::exp(x));
+}
+
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = SiluScalar(gate[i]) * up[i];
+}
+
+}  // namespace mtplx::kernels

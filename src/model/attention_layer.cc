@@ -1,0 +1,57 @@
+#include <cmath>
+#include <cstring>
+
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "model/layers.h"
+
+namespace mtplx::model {
+
+void GatedAttention(const LayerContext& ctx, const AttentionWeights& w,
+                    state::AttentionCache& cache, const float* x, float* y) {
+  const io::ModelConfig& c = ctx.config;
+  const int64_t m = ctx.rows, d = c.head_dim, heads = c.num_heads, kv_heads = c.num_kv_heads;
+  const int64_t q_width = w.q_proj.rows;  // heads * d * (gated ? 2 : 1)
+  const int64_t kv_width = kv_heads * d;
+  std::vector<float> qg(m * q_width), k(m * kv_width), v(m * kv_width);
+  kernels::MatMul(w.q_proj, x, m, qg.data(), ctx.pool);
+  kernels::MatMul(w.k_proj, x, m, k.data(), ctx.pool);
+  kernels::MatMul(w.v_proj, x, m, v.data(), ctx.pool);
+
+  // Split per head [query | gate], normalise and rotate.
+  const int64_t stride = c.attn_output_gate ? 2 * d : d;
+  std::vector<float> q(m * heads * d), gate(c.attn_output_gate ? m * heads * d : 0);
+  for (int64_t r = 0; r < m; ++r) {
+    const int64_t pos = ctx.first_position + r;
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* src = qg.data() + r * q_width + h * stride;
+      float* qh = q.data() + (r * heads + h) * d;
+      kernels::RmsNorm(src, w.q_norm.data(), d, static_cast<float>(c.rms_norm_eps), qh);
+      kernels::ApplyRope(qh, c.rope.rotary_dim, ctx.rope_inv_freq.data(), pos);
+      if (c.attn_output_gate) std::memcpy(gate.data() + (r * heads + h) * d, src + d, d * 4);
+    }
+    for (int64_t h = 0; h < kv_heads; ++h) {
+      float* kh = k.data() + r * kv_width + h * d;
+      kernels::RmsNorm(kh, w.k_norm.data(), d, static_cast<float>(c.rms_norm_eps), kh);
+      kernels::ApplyRope(kh, c.rope.rotary_dim, ctx.rope_inv_freq.data(), pos);
+    }
+  }
+  // Append to the cache, then attend over positions [0, pos].
+  const int64_t end = ctx.first_position + m;
+  if (static_cast<int64_t>(cache.keys.size()) < end * kv_width) {
+    cache.keys.resize(end * kv_width);
+    cache.values.resize(end * kv_width);
+  }
+  std::memcpy(cache.keys.data() + ctx.first_position * kv_width, k.data(), k.size() * 4);
+  std::memcpy(cache.values.data() + ctx.first_position * kv_width, v.data(), v.size() * 4);
+  std::vector<float> o(m * heads * d);
+  kernels::CausalAttention({heads, kv_heads, d}, q.data(), m, ctx.first_position,
+                           cache.keys.data(), cache.values.data(),
+                           1.0f / std::sqrt(static_cast<float>(d)), o.data(), ctx.pool);
+  if (c.attn_output_gate)
+    for (size_t i = 0; i < o.size(); ++i) o[i] *= kernels::SigmoidScalar(gate[i]);
+  kernels::MatMul(w.o_proj, o.data(), m, y, ctx.pool);
+}
+
+}  // namespace mtplx::model

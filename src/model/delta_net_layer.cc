@@ -1,0 +1,69 @@
+#include <cmath>
+#include <cstring>
+
+#include "kernels/gated_delta.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "model/layers.h"
+
+namespace mtplx::model {
+
+void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::DeltaNetState& st,
+                   DeltaNetPath path, const float* x, float* y) {
+  const io::ModelConfig& c = ctx.config;
+  const int64_t m = ctx.rows, hk = c.linear_key_heads, hv = c.linear_value_heads;
+  const int64_t dk = c.linear_key_dim, dv = c.linear_value_dim;
+  const int64_t key_dim = c.KeyDim(), value_dim = c.ValueDim(), conv_dim = c.ConvDim();
+  std::vector<float> qkv(m * conv_dim), z(m * value_dim), b(m * hv), a(m * hv);
+  kernels::MatMul(w.in_qkv, x, m, qkv.data(), ctx.pool);
+  kernels::MatMul(w.in_z, x, m, z.data(), ctx.pool);
+  kernels::MatMul(w.in_b, x, m, b.data(), ctx.pool);
+  kernels::MatMul(w.in_a, x, m, a.data(), ctx.pool);
+
+  std::vector<float> mixed(m * conv_dim);
+  kernels::CausalConvSilu(qkv.data(), m, conv_dim, w.conv.data(), c.conv_kernel, st.conv.data(),
+                          mixed.data());
+
+  // Split into q, k, v; L2-normalise q and k per head; scale q by Dk^-1/2.
+  std::vector<float> q(m * key_dim), k(m * key_dim), v(m * value_dim), g(m * hv), beta(m * hv);
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  for (int64_t r = 0; r < m; ++r) {
+    const float* row = mixed.data() + r * conv_dim;
+    std::memcpy(q.data() + r * key_dim, row, key_dim * 4);
+    std::memcpy(k.data() + r * key_dim, row + key_dim, key_dim * 4);
+    std::memcpy(v.data() + r * value_dim, row + 2 * key_dim, value_dim * 4);
+    for (int64_t h = 0; h < hk; ++h) {
+      float* qh = q.data() + r * key_dim + h * dk;
+      kernels::L2Normalize(qh, dk, 1e-6f);
+      for (int64_t i = 0; i < dk; ++i) qh[i] *= q_scale;
+      kernels::L2Normalize(k.data() + r * key_dim + h * dk, dk, 1e-6f);
+    }
+    for (int64_t h = 0; h < hv; ++h) {
+      beta[r * hv + h] = kernels::SigmoidScalar(b[r * hv + h]);
+      g[r * hv + h] = w.neg_exp_a_log[h] * kernels::SoftplusScalar(a[r * hv + h] + w.dt_bias[h]);
+    }
+  }
+
+  std::vector<float> o(m * value_dim);
+  const kernels::GdnDims dims{hk, hv, dk, dv};
+  const kernels::GdnInputs in{q.data(), k.data(), v.data(), g.data(), beta.data()};
+  const bool chunked = path == DeltaNetPath::kChunked ||
+                       (path == DeltaNetPath::kAuto && m >= kChunkedPrefillMinRows);
+  if (chunked) {
+    kernels::GdnChunked(dims, m, in, st.recurrent.data(), o.data(), ctx.pool);
+  } else {
+    kernels::GdnRecurrent(dims, m, in, st.recurrent.data(), o.data(), ctx.pool);
+  }
+
+  // Gated RMSNorm per value head with z, then the output projection.
+  std::vector<float> normed(m * value_dim);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t h = 0; h < hv; ++h) {
+      const int64_t off = r * value_dim + h * dv;
+      kernels::GatedRmsNorm(o.data() + off, z.data() + off, w.norm.data(), dv,
+                            static_cast<float>(c.rms_norm_eps), normed.data() + off);
+    }
+  kernels::MatMul(w.out_proj, normed.data(), m, y, ctx.pool);
+}
+
+}  // namespace mtplx::model

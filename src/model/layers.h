@@ -1,0 +1,34 @@
+// The decoder-layer building blocks of the forward pass. Each works on M rows at consecutive
+// positions; `x` is the normalised input [M, hidden] and the result is written to `y`.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "io/model_config.h"
+#include "model/model.h"
+#include "model/weights.h"
+#include "state/sequence_state.h"
+
+namespace mtplx::model {
+
+struct LayerContext {
+  const io::ModelConfig& config;
+  ThreadPool* pool;
+  const std::vector<float>& rope_inv_freq;
+  int64_t first_position;
+  int64_t rows;
+};
+
+void GatedAttention(const LayerContext& ctx, const AttentionWeights& w, state::AttentionCache& cache,
+                    const float* x, float* y);
+
+void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::DeltaNetState& st,
+                   DeltaNetPath path, const float* x, float* y);
+
+void DenseMlp(const LayerContext& ctx, const MlpWeights& w, const float* x, float* y);
+
+void SparseMoe(const LayerContext& ctx, const MoeWeights& w, const float* x, float* y);
+
+}  // namespace mtplx::model

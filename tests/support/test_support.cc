@@ -1,0 +1,52 @@
+#include "support/test_support.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <vector>
+
+namespace mtplx::testing {
+namespace {
+
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+std::vector<std::string>& TempDirs() {
+  // Leaked on purpose: the atexit handler below must still see it during static destruction.
+  static auto* dirs = new std::vector<std::string>();
+  return *dirs;
+}
+
+void RemoveTempDirs() {
+  for (const auto& dir : TempDirs()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+}
+
+}  // namespace
+
+std::string SourceDir() { return EnvOr("MTPLX_SOURCE_DIR", MTPLX_SOURCE_DIR_DEFAULT); }
+std::string BinaryDir() { return EnvOr("MTPLX_BINARY_DIR", MTPLX_BINARY_DIR_DEFAULT); }
+std::string TestDataPath(const std::string& relative) {
+  return SourceDir() + "/tests/data/" + relative;
+}
+std::string SharedPath(const std::string& relative) {
+  return SourceDir() + "/../shared/" + relative;
+}
+
+std::string MakeTempDir(const std::string& prefix) {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(RemoveTempDirs); });
+  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  char* made = mkdtemp(pattern.data());
+  if (!made) return "";
+  TempDirs().push_back(made);
+  return made;
+}
+
+}  // namespace mtplx::testing

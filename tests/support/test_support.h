@@ -1,0 +1,19 @@
+// Helpers shared by the test suites: locating source/test data and temporary folders.
+#pragma once
+
+#include <string>
+
+namespace mtplx::testing {
+
+// The repository root (MTPLX_SOURCE_DIR set by CTest, else the compile-time path).
+std::string SourceDir();
+// The build directory (MTPLX_BINARY_DIR), where generated checkpoints are cached.
+std::string BinaryDir();
+// tests/data/<relative>.
+std::string TestDataPath(const std::string& relative);
+// ../shared/<relative> next to the checkout.
+std::string SharedPath(const std::string& relative);
+// A fresh empty directory under the system temp dir, removed at process exit.
+std::string MakeTempDir(const std::string& prefix);
+
+}  // namespace mtplx::testing

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Checks every #include in src/ against the allowed layering (docs/architecture.md).
+
+Each src/<area> may include only its own headers, the areas listed for it below, the C++
+standard library, and the third-party headers the table confines to it. Exits non-zero and
+lists each violation as file:line.
+"""
+import pathlib
+import re
+import sys
+
+ALLOWED = {
+    "base": set(),
+    "tensor": {"base"},
+    "kernels": {"tensor", "base"},
+    "io": {"tensor", "base"},
+    "state": {"base"},
+    "model": {"state", "kernels", "io", "tensor", "base"},
+    "tokenizer": {"base"},
+    "synth": {"io", "kernels", "tensor", "tokenizer", "base"},
+    "sample": {"kernels", "tensor", "base"},
+    "chat": {"base"},
+    "engine": {"model", "state", "sample", "tokenizer", "chat", "io", "tensor", "kernels", "base"},
+    "server": {"engine", "chat", "tokenizer", "base"},
+    "cli": {"server", "engine", "synth", "model", "state", "sample", "tokenizer", "chat", "io",
+            "tensor", "base"},
+}
+THIRD_PARTY = {
+    "hwy/": {"kernels"},
+    "nlohmann/": {"io", "tokenizer", "synth", "server", "cli", "chat"},
+    "pcre2.h": {"tokenizer"},
+    "utf8proc.h": {"tokenizer"},
+    "httplib.h": {"server"},
+    "CLI/": {"cli"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def check(root: pathlib.Path) -> list[str]:
+    errors = []
+    src = root / "src"
+    for path in sorted(src.rglob("*")):
+        if path.suffix not in {".h", ".cc", ".cpp", ".hpp"}:
+            continue
+        area = path.relative_to(src).parts[0]
+        if area not in ALLOWED:
+            errors.append(f"{path}: area '{area}' is missing from the layering table")
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            match = INCLUDE.match(line)
+            if not match:
+                continue
+            header = match.group(2)
+            first = header.split("/")[0]
+            if first in ALLOWED:
+                if first != area and first not in ALLOWED[area]:
+                    errors.append(f"{path}:{number}: {area} may not include {header}")
+                continue
+            for prefix, areas in THIRD_PARTY.items():
+                if header.startswith(prefix) and area not in areas:
+                    errors.append(f"{path}:{number}: only {sorted(areas)} may include {header}")
+    return errors
+
+
+def main() -> int:
+    root = pathlib.Path(__file__).resolve().parent.parent
+    errors = check(root)
+    for error in errors:
+        print(error)
+    print(f"layering: {'FAILED' if errors else 'ok'} ({len(errors)} violations)")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
