@@ -121,7 +121,11 @@ int RunGenerate(RunOptions o) {
         {"stats",
          {{"mode", "AR"}, {"depth", 0}, {"tokens", s.completion_tokens},
           {"prompt_tokens", s.prompt_tokens}, {"tok_s", s.DecodeTokensPerSecond()},
-          {"prefill_tok_s", s.PrefillTokensPerSecond()}}}};
+          {"prefill_tok_s", s.PrefillTokensPerSecond()},
+          {"major_faults_during_decode", s.major_faults_during_decode},
+          {"resident_bytes", s.resident_bytes},
+          {"weight_bytes", (*loaded)->weight_bytes()},
+          {"weights_locked", (*loaded)->weights_locked()}}}};
     std::printf("%s\n", out.dump().c_str());
     return 0;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/process_stats.h"
 #include "base/strings.h"
 #include "base/timer.h"
 
@@ -52,6 +53,7 @@ Result<GenerateResult> GeneratePlain(const model::Model& model, const GenerateRe
   MTPLX_ASSIGN_OR_RETURN(std::vector<float> logits, Prefill(model, *state, request.prompt));
   result.stats.prefill_seconds = timer.Seconds();
   timer.Reset();
+  const uint64_t faults_before = ReadProcessStats().major_faults;
 
   sample::CounterRng rng(request.seed);
   std::vector<int32_t> counts(model.config().vocab_size, 0);
@@ -78,6 +80,9 @@ Result<GenerateResult> GeneratePlain(const model::Model& model, const GenerateRe
   }
   result.stats.completion_tokens = static_cast<int64_t>(result.tokens.size());
   result.stats.decode_seconds = timer.Seconds();
+  const ProcessStats after = ReadProcessStats();
+  result.stats.major_faults_during_decode = after.major_faults - faults_before;
+  result.stats.resident_bytes = after.resident_bytes;
   return result;
 }
 

@@ -27,6 +27,8 @@ struct GenerateStats {
   int64_t completion_tokens = 0;
   double prefill_seconds = 0.0;
   double decode_seconds = 0.0;
+  uint64_t major_faults_during_decode = 0;  // page faults that read from disk: should be 0
+  uint64_t resident_bytes = 0;              // process RSS at the end
   double DecodeTokensPerSecond() const;
   double PrefillTokensPerSecond() const;
 };

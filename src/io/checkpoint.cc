@@ -51,7 +51,10 @@ Result<std::string> MtpFileFromConfig(const std::string& dir) {
   if (extra == root.end() || !extra->is_object() || !extra->contains("mtp_file") ||
       !extra->at("mtp_file").is_string())
     return std::string();
-  return extra->at("mtp_file").get<std::string>();
+  const std::string file = extra->at("mtp_file").get<std::string>();
+  if (file.find("..") != std::string::npos || StartsWith(file, "/"))
+    return DataLoss(StrCat(config, ": mtp_file '", file, "' leaves the model folder"));
+  return file;
 }
 
 }  // namespace

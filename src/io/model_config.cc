@@ -127,11 +127,20 @@ void ParseRope(const json& text, Reader& r, ModelConfig& c) {
     c.rope.mrope_interleaved = p.Bool("mrope_interleaved", false);
     if (!p.status().ok()) r.Fail(p.status().message());
   }
-  c.rope.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) *
-                                           c.rope.partial_rotary_factor);
+  const double rotary = static_cast<double>(c.head_dim) * c.rope.partial_rotary_factor;
+  if (!(rotary > -9.0e18 && rotary < 9.0e18)) {  // outside int64: the cast would be undefined
+    r.Fail("partial_rotary_factor gives an invalid rotary dimension");
+    return;
+  }
+  c.rope.rotary_dim = static_cast<int64_t>(rotary);
 }
 
 void ParseLayerTypes(const json& text, Reader& r, ModelConfig& c) {
+  constexpr int64_t kMaxLayers = 1 << 16;  // real models have < 100; refuse before allocating
+  if (c.num_layers > kMaxLayers) {
+    r.Fail(StrCat("num_hidden_layers ", c.num_layers, " is implausibly large"));
+    return;
+  }
   if (text.contains("layer_types") && text.at("layer_types").is_array()) {
     for (const auto& t : text.at("layer_types")) {
       const std::string s = t.is_string() ? t.get<std::string>() : "";
@@ -199,7 +208,9 @@ Status Validate(const ModelConfig& c, const std::string& label) {
     return bad("partial_rotary_factor gives an invalid rotary dimension");
   if (!c.rope.mrope_section.empty()) {
     int64_t sum = 0;
-    for (int64_t s : c.rope.mrope_section) sum += s;
+    for (int64_t s : c.rope.mrope_section)
+      if (s < 0 || __builtin_add_overflow(sum, s, &sum))
+        return bad("mrope_section entries must be small non-negative integers");
     if (sum != c.rope.rotary_dim / 2)
       return bad(StrCat("mrope_section sums to ", sum, " but rotary_dim/2 is ",
                         c.rope.rotary_dim / 2));
@@ -217,6 +228,10 @@ Status Validate(const ModelConfig& c, const std::string& label) {
         return Unimplemented(StrCat(label, ": quantization mode '", spec->mode,
                                     "' is not supported (affine only)"));
     }
+    for (const auto& [module, spec] : c.quant.overrides)
+      if (spec && spec->mode != "affine")
+        return Unimplemented(StrCat(label, ": quantization mode '", spec->mode, "' of '", module,
+                                    "' is not supported (affine only)"));
   }
   return Status::Ok();
 }

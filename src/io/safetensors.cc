@@ -39,6 +39,8 @@ Result<TensorEntry> ParseEntry(const std::string& name, const json& value, uint6
     elements *= d;
     entry.shape.push_back(static_cast<int64_t>(d));
   }
+  // The byte count must not wrap around (2^62 F32 elements would "need" 0 bytes).
+  if (elements > UINT64_MAX / DTypeSize(entry.dtype)) return bad("shape is too large");
   for (const auto& off : *offsets_it)
     if (!off.is_number_unsigned() && !(off.is_number_integer() && off.get<int64_t>() >= 0))
       return bad("data_offsets must be non-negative integers");

@@ -1,36 +1,161 @@
 #include "kernels/matmul.h"
 
+#include <cstring>
 #include <vector>
 
+#include "base/float16.h"
 #include "kernels/affine_quant.h"
 
 namespace mtplx::kernels {
+namespace {
 
-float DotF32(const float* a, const float* b, int64_t n) {
-  constexpr int kLanes = 16;
-  float acc[kLanes] = {};
-  int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] += a[k + j] * b[k + j];
-  for (int j = 0; k < n; ++k, ++j) acc[j] += a[k] * b[k];
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+// Each clone computes the same operations in the same order (no FMA contraction), so results
+// are identical whichever one the CPU runs.
+#define MTPLX_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MTPLX_TARGET_CLONES
+#endif
+
+constexpr int kLanes = 16;
+
+// Sums a 16-lane accumulator in a fixed tree.
+inline float ReduceLanes(float* acc) {
   for (int width = kLanes / 2; width > 0; width /= 2)
     for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
   return acc[0];
 }
 
-void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {
-  const int64_t cols = w.cols;
+// Unpacks 32 codes stored in `Bits` consecutive words (32 * Bits bits, a little-endian bit
+// stream). Fully unrolled: every shift and byte offset is a constant.
+template <int Bits>
+inline void Unpack32(const uint32_t* words, float* out) {
+  constexpr uint32_t kMask = (1u << Bits) - 1u;
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(words);
+#pragma GCC unroll 32
+  for (int i = 0; i < 32; ++i) {
+    const int bit = i * Bits;
+    uint32_t window = 0;
+    // Two bytes always cover a code of <= 8 bits at any bit offset; stay inside the block.
+    const int byte = bit >> 3;
+    window = bytes[byte];
+    if ((bit & 7) + Bits > 8) window |= static_cast<uint32_t>(bytes[byte + 1]) << 8;
+    out[i] = static_cast<float>((window >> (bit & 7)) & kMask);
+  }
+}
+
+// y[m] for one quantized row: sum over groups of scale * (codes . x) + bias * sum(x).
+template <int Bits>
+MTPLX_TARGET_CLONES void QuantRowDot(const uint32_t* words, const float* scales,
+                                     const float* biases, int64_t groups, int group_size,
+                                     const float* x, const float* x_group_sums, int64_t m_rows,
+                                     int64_t cols, float* y, int64_t y_stride, float* codes) {
+  const int64_t total = groups * group_size;
+  for (int64_t c = 0; c < total; c += 32) Unpack32<Bits>(words + (c / 32) * Bits, codes + c);
+  for (int64_t m = 0; m < m_rows; ++m) {
+    const float* xm = x + m * cols;
+    float result = 0.0f;
+    for (int64_t g = 0; g < groups; ++g) {
+      float acc[kLanes] = {};
+      const float* cg = codes + g * group_size;
+      const float* xg = xm + g * group_size;
+      for (int k = 0; k < group_size; k += kLanes)
+        for (int j = 0; j < kLanes; ++j) acc[j] += cg[k + j] * xg[k + j];
+      result += scales[g] * ReduceLanes(acc) + biases[g] * x_group_sums[m * groups + g];
+    }
+    y[m * y_stride] = result;
+  }
+}
+
+MTPLX_TARGET_CLONES float SumF32(const float* a, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += a[k + j];
+  for (int j = 0; k < n; ++k, ++j) acc[j] += a[k];
+  return ReduceLanes(acc);
+}
+
+MTPLX_TARGET_CLONES float DotF32Impl(const float* a, const float* b, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += a[k + j] * b[k + j];
+  for (int j = 0; k < n; ++k, ++j) acc[j] += a[k] * b[k];
+  return ReduceLanes(acc);
+}
+
+using QuantRowFn = void (*)(const uint32_t*, const float*, const float*, int64_t, int,
+                            const float*, const float*, int64_t, int64_t, float*, int64_t, float*);
+
+QuantRowFn QuantRowFor(int bits) {
+  switch (bits) {
+    case 2: return QuantRowDot<2>;
+    case 3: return QuantRowDot<3>;
+    case 4: return QuantRowDot<4>;
+    case 5: return QuantRowDot<5>;
+    case 6: return QuantRowDot<6>;
+    default: return QuantRowDot<8>;
+  }
+}
+
+void QuantizedMatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {
+  const int64_t groups = w.GroupsPerRow(), cols = w.cols;
+  const int group_size = w.quant.group_size;
+  // Per (row of x, group) sums, shared by every output row.
+  std::vector<float> x_group_sums(m_rows * groups);
+  for (int64_t m = 0; m < m_rows; ++m)
+    for (int64_t g = 0; g < groups; ++g)
+      x_group_sums[m * groups + g] = SumF32(x + m * cols + g * group_size, group_size);
+  const QuantRowFn row_fn = QuantRowFor(w.quant.bits);
   auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> row(cols);
+    std::vector<float> codes(cols), scales(groups), biases(groups);
     for (int64_t n = begin; n < end; ++n) {
-      DequantizeRow(w, n, row.data());
-      for (int64_t m = 0; m < m_rows; ++m) y[m * w.rows + n] = DotF32(row.data(), x + m * cols, cols);
+      for (int64_t g = 0; g < groups; ++g) {
+        scales[g] = LoadScalar(w.quant.scales, n * groups + g, w.quant.scale_dtype);
+        biases[g] = LoadScalar(w.quant.biases, n * groups + g, w.quant.scale_dtype);
+      }
+      row_fn(w.quant.packed + n * w.PackedWordsPerRow(), scales.data(), biases.data(), groups,
+             group_size, x, x_group_sums.data(), m_rows, cols, y + n, w.rows, codes.data());
     }
   };
   if (pool) {
     pool->ParallelFor(w.rows, 16, run);
   } else {
     run(0, w.rows);
+  }
+}
+
+void DenseMatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {
+  const int64_t cols = w.cols;
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<float> row(cols);
+    for (int64_t n = begin; n < end; ++n) {
+      const float* weights = row.data();
+      if (w.dtype == DType::kF32) {
+        weights = static_cast<const float*>(w.data) + n * cols;
+      } else {
+        DequantizeRow(w, n, row.data());
+      }
+      for (int64_t m = 0; m < m_rows; ++m) y[m * w.rows + n] = DotF32Impl(weights, x + m * cols, cols);
+    }
+  };
+  if (pool) {
+    pool->ParallelFor(w.rows, 16, run);
+  } else {
+    run(0, w.rows);
+  }
+}
+
+}  // namespace
+
+float DotF32(const float* a, const float* b, int64_t n) { return DotF32Impl(a, b, n); }
+
+void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {
+  if (w.quantized) {
+    QuantizedMatMul(w, x, m_rows, y, pool);
+  } else {
+    DenseMatMul(w, x, m_rows, y, pool);
   }
 }
 

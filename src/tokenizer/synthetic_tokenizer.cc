@@ -140,6 +140,7 @@ void AppendModel(const SyntheticVocab& vocab, std::string* json) {
 
 std::vector<AddedToken> QwenAddedTokens(int32_t base) {
   std::vector<AddedToken> tokens;
+  tokens.reserve(kQwenAddedTokenCount);
   for (int32_t i = 0; i < kQwenAddedTokenCount; ++i) {
     tokens.push_back({base + i, kQwenAddedTokens[i].content, kQwenAddedTokens[i].special});
   }

@@ -22,7 +22,8 @@ enum TokenFlag : uint8_t { kKnown = 1, kAdded = 2, kSpecial = 4 };
 // as its own UTF-8 bytes.
 std::string DecodedBytes(const std::string& text) {
   std::optional<std::string> bytes = ByteLevelToBytes(text);
-  return bytes ? std::move(*bytes) : text;
+  if (!bytes) return text;
+  return std::move(*bytes);
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> MergesAsBytes(const TokenizerSpec& spec) {
@@ -105,7 +106,7 @@ void Tokenizer::InitTables(const TokenizerSpec& spec) {
   int32_t max_id = -1;
   for (const auto& entry : spec.vocab) max_id = std::max(max_id, entry.second);
   for (const AddedToken& token : spec.added_tokens) max_id = std::max(max_id, token.id);
-  const size_t size = static_cast<size_t>(max_id + 1);
+  const size_t size = static_cast<size_t>(max_id) + 1;  // max_id >= 255: all bytes exist
   token_text_.assign(size, "");
   token_bytes_.assign(size, "");
   token_flags_.assign(size, 0);

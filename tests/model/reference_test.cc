@@ -191,8 +191,8 @@ TEST_P(ReferenceTest, SplitPrefillCarriesStateLikeTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, ReferenceTest,
                          ::testing::Values("dense-tiny", "moe-tiny", "next-tiny"),
-                         [](const auto& info) {
-                           std::string name = info.param;
+                         [](const auto& param_info) {
+                           std::string name = param_info.param;
                            for (char& c : name)
                              if (c == '-') c = '_';
                            return name;

@@ -21,6 +21,7 @@ constexpr const char* kReplacement = "\xEF\xBF\xBD";
 std::vector<std::string> StreamAll(const std::vector<int32_t>& ids, bool skip_special = false) {
   StreamDecoder decoder(&Qwen3Tokenizer(), skip_special);
   std::vector<std::string> chunks;
+  chunks.reserve(ids.size() + 1);
   for (const int32_t id : ids) chunks.push_back(decoder.Push(id));
   chunks.push_back(decoder.Flush());
   EXPECT_EQ(decoder.pending_bytes(), 0u);

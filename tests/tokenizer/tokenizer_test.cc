@@ -177,34 +177,32 @@ TEST(TokenizerTest, NormalizerKeepsInvalidBytes) {
 TEST(TokenizerTest, ConcurrentEncodeMatchesSequential) {
   Result<std::string> json = BuildSyntheticTokenizerJson();
   ASSERT_TRUE(json.ok());
-  Result<Tokenizer> fresh = Tokenizer::FromJsonString(*json);  // cold cache
-  ASSERT_TRUE(fresh.ok());
-  const Tokenizer& tokenizer = *fresh;
-  std::vector<std::string> texts;
+  Result<Tokenizer> reference = Tokenizer::FromJsonString(*json);
+  Result<Tokenizer> shared = Tokenizer::FromJsonString(*json);  // cache still empty
+  ASSERT_TRUE(reference.ok() && shared.ok());
   std::mt19937 rng(5);
   const std::string words[] = {"the ", "keeper ", "Tokenizer", "(self)", " 12", "é", "🙂", "\n"};
-  for (int i = 0; i < 400; ++i) {
-    std::string text;
-    for (int w = 0; w < 30; ++w) text += words[rng() % 8];
-    texts.push_back(text);
-  }
+  std::vector<std::string> texts(400);
   std::vector<std::vector<int32_t>> expected;
-  for (const std::string& text : texts) expected.push_back(tokenizer.Encode(text, true));
-
-  Result<Tokenizer> cold = Tokenizer::FromJsonString(*json);
-  ASSERT_TRUE(cold.ok());
-  std::vector<int> mismatches(4, 0);
+  expected.reserve(texts.size());
+  for (std::string& text : texts) {
+    for (int w = 0; w < 30; ++w) text += words[rng() % 8];
+    expected.push_back(reference->Encode(text, true));
+  }
+  constexpr int kThreads = 4;
+  std::vector<int> mismatches(kThreads, 0);
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (size_t i = 0; i < texts.size(); ++i) {
         const size_t index = (i * (t + 1)) % texts.size();
-        mismatches[t] += cold->Encode(texts[index], true) != expected[index];
+        mismatches[t] += shared->Encode(texts[index], true) != expected[index];
       }
     });
   }
   for (std::thread& thread : threads) thread.join();
-  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
 }
 
 TEST(TokenizerTest, EveryByteValueRoundTrips) {

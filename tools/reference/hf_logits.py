@@ -18,8 +18,11 @@ file adds is paranoia around it:
   delta rule, torch fallback when flash-linear-attention is absent) and, separately, from a
   token-by-token decode through transformers' own cache (recurrent delta rule, conv update).
 
+Diagnostics: `--float64` also runs the same transformers code in float64 (every explicit float32
+cast redirected) to measure how far each f32 result is from the exact value.
+
 Usage:
-  hf_logits.py --model DIR --tokens 1,2,3 [--out FILE] [--decode-out FILE]
+  hf_logits.py --model DIR --tokens 1,2,3 [--out FILE] [--decode-out FILE] [--float64]
 writes f32 little-endian [rows, vocab] and prints a JSON summary.
 """
 
@@ -231,18 +234,49 @@ class NormChecker:
         return {"zero_centred": zc, "gated": g, "convention_ok": ok}
 
 
+class RouterMargins:
+    """Hooks on the MoE routers: the smallest gap between the k-th and (k+1)-th router logit of
+    any token in any layer. A gap far above f32 noise means no implementation can route a token
+    differently (ties or near-ties would make the goldens fragile, spec section 2.6)."""
+
+    def __init__(self, model):
+        self.min_logit_gap = None
+        self.calls = 0
+        self.handles = [m.register_forward_hook(self._hook) for m in model.modules()
+                        if type(m).__name__.endswith("TopKRouter")]
+
+    def _hook(self, module, args, out):
+        logits = out[0].double().sort(dim=-1, descending=True).values
+        k = module.top_k
+        gap = (logits[:, k - 1] - logits[:, k]).min().item()
+        self.calls += 1
+        self.min_logit_gap = gap if self.min_logit_gap is None else min(self.min_logit_gap, gap)
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+
+    def report(self) -> dict | None:
+        if not self.calls:
+            return None
+        return {"router_calls": self.calls, "min_topk_logit_gap": self.min_logit_gap}
+
+
 @torch.no_grad()
 def prefill_logits(model, tokens: list[int], check_norms: bool = True):
-    """One forward over the whole sequence, no cache: [rows, vocab] float32 numpy."""
+    """One forward over the whole sequence, no cache: [rows, vocab] float32 numpy, plus the norm
+    convention verdict and router margins."""
     ids = torch.tensor([tokens], dtype=torch.long)
     checker = NormChecker(model, model.config.rms_norm_eps) if check_norms else None
+    routers = RouterMargins(model)
     try:
         out = model(input_ids=ids, use_cache=False)
     finally:
         if checker:
             checker.close()
+        routers.close()
     logits = out.logits[0].to(torch.float32).numpy()
-    return (logits, checker.verdict()) if checker else (logits, None)
+    return logits, (checker.verdict() if checker else None), routers.report()
 
 
 @torch.no_grad()
@@ -282,6 +316,61 @@ def hidden_states(model, tokens: list[int]) -> list[np.ndarray]:
     return [emb] + captured
 
 
+class _Float64Everywhere:
+    """Diagnostics only (never used for goldens): runs transformers' forward with every explicit
+    float32 cast in its code (norms, gates, delta rule, softmax) redirected to float64, so a
+    `model.double()` copy computes the same math in float64. Used to tell which f32
+    implementation is closer to the exact value when the two disagree."""
+
+    def __enter__(self):
+        T, F = torch.Tensor, torch.nn.functional
+        self.saved = (T.float, T.to, F.softmax)
+        orig_to, orig_softmax = T.to, F.softmax
+
+        def to(self_, *args, **kwargs):
+            args = tuple(torch.float64 if a is torch.float32 else a for a in args)
+            if kwargs.get("dtype") is torch.float32:
+                kwargs["dtype"] = torch.float64
+            return orig_to(self_, *args, **kwargs)
+
+        def softmax(x, *args, **kwargs):
+            if kwargs.get("dtype") is torch.float32:
+                kwargs["dtype"] = torch.float64
+            return orig_softmax(x, *args, **kwargs)
+
+        T.float = lambda self_, *a, **k: orig_to(self_, torch.float64)
+        T.to = to
+        F.softmax = softmax
+        return self
+
+    def __exit__(self, *exc):
+        torch.Tensor.float, torch.Tensor.to, torch.nn.functional.softmax = self.saved
+        return False
+
+
+@torch.no_grad()
+def float64_logits(model, tokens: list[int]) -> np.ndarray:
+    """Prefill logits of transformers' code evaluated in float64 (diagnostics)."""
+    import copy
+
+    m64 = copy.deepcopy(model).double()
+    # inv_freq was computed in f32 at construction: recompute it in f64 from the same formula.
+    for mod in m64.modules():
+        if hasattr(mod, "inv_freq") and hasattr(mod, "rope_type"):
+            cfg = mod.config
+            rp = getattr(cfg, "rope_parameters", None) or {}
+            base = rp.get("rope_theta", getattr(cfg, "rope_theta", None))
+            factor = rp.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", 1.0))
+            dim = int(cfg.head_dim * factor)
+            mod.inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    ids = torch.tensor([tokens], dtype=torch.long)
+    with _Float64Everywhere():
+        out = m64(input_ids=ids, use_cache=False)
+    if out.logits.dtype != torch.float64:
+        raise ReferenceError("float64 diagnostic run did not stay in float64")
+    return out.logits[0].numpy()
+
+
 def relative_error_per_position(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     """max_v |got - want| / max_v |want| for each row."""
     got = got.astype(np.float64)
@@ -289,22 +378,31 @@ def relative_error_per_position(got: np.ndarray, want: np.ndarray) -> np.ndarray
     return np.abs(got - want).max(axis=1) / np.maximum(np.abs(want).max(axis=1), 1e-30)
 
 
-def reference(model_dir: str, tokens: list[int], decode: bool = True) -> dict:
+def reference(model_dir: str, tokens: list[int], decode: bool = True, float64: bool = False) -> dict:
     model, report = load_model(model_dir)
     vocab = model.config.vocab_size
     if any(t < 0 or t >= vocab for t in tokens):
         raise ReferenceError("token outside the vocabulary")
-    prefill, norms = prefill_logits(model, tokens)
+    prefill, norms, routers = prefill_logits(model, tokens)
     if not norms["convention_ok"]:
         raise ReferenceError(f"unexpected norm convention: {norms}")
+    if routers and routers["min_topk_logit_gap"] < 1e-4:
+        raise ReferenceError(f"near-tie in MoE routing, pick other tokens: {routers}")
     result = {"model": model_dir, "rows": len(tokens), "vocab": vocab, "load": report,
-              "norms": norms, "prefill": prefill, "versions": versions()}
+              "norms": norms, "routers": routers, "prefill": prefill, "versions": versions()}
     if decode:
         dec = decode_logits(model, tokens)
         rel = relative_error_per_position(dec, prefill)
         result["decode"] = dec
         result["decode_vs_prefill_max_rel"] = float(rel.max())
         result["decode_vs_prefill_worst_position"] = int(rel.argmax())
+    if float64:
+        exact = float64_logits(model, tokens)
+        result["float64"] = exact
+        result["prefill_vs_float64_max_rel"] = float(relative_error_per_position(prefill, exact).max())
+        if decode:
+            result["decode_vs_float64_max_rel"] = float(
+                relative_error_per_position(result["decode"], exact).max())
     return result
 
 
@@ -315,11 +413,13 @@ def main() -> int:
     ap.add_argument("--out", help="write prefill logits, f32 little-endian [rows, vocab]")
     ap.add_argument("--decode-out", help="write token-by-token decode logits likewise")
     ap.add_argument("--no-decode", action="store_true", help="skip the step-by-step decode check")
+    ap.add_argument("--float64", action="store_true",
+                    help="also report the f32 logits' error against the same code run in float64")
     args = ap.parse_args()
     torch.manual_seed(0)
     tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
     try:
-        r = reference(args.model, tokens, decode=not args.no_decode)
+        r = reference(args.model, tokens, decode=not args.no_decode, float64=args.float64)
     except ReferenceError as e:
         print(f"hf_logits: FAILED: {e}", file=sys.stderr)
         return 1
@@ -327,7 +427,7 @@ def main() -> int:
         r["prefill"].astype("<f4").tofile(args.out)
     if args.decode_out and "decode" in r:
         r["decode"].astype("<f4").tofile(args.decode_out)
-    summary = {k: v for k, v in r.items() if k not in ("prefill", "decode")}
+    summary = {k: v for k, v in r.items() if k not in ("prefill", "decode", "float64")}
     print(json.dumps(summary, indent=1))
     return 0
 

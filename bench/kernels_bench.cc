@@ -1,0 +1,72 @@
+// Kernel throughput in weight bytes per second. Run: build/bench/kernels_bench
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "base/float16.h"
+#include "base/rng.h"
+#include "base/thread_pool.h"
+#include "kernels/affine_quant.h"
+#include "kernels/matmul.h"
+
+namespace mtplx::kernels {
+namespace {
+
+struct BenchMatrix {
+  std::vector<uint16_t> dense;
+  std::vector<uint32_t> packed;
+  std::vector<uint16_t> scales, biases;
+  Matrix m;
+};
+
+BenchMatrix Make(int64_t rows, int64_t cols, int bits) {
+  BenchMatrix b;
+  SplitMix64 rng(1);
+  std::vector<float> row(cols);
+  if (bits == 0) {
+    b.dense.resize(rows * cols);
+    for (auto& v : b.dense) v = F32ToBf16(static_cast<float>(rng.Uniform(-1, 1)));
+    b.m = Matrix{rows, cols, DType::kBF16, b.dense.data()};
+    return b;
+  }
+  const int64_t words = cols * bits / 32, groups = cols / 64;
+  b.packed.resize(rows * words);
+  b.scales.resize(rows * groups);
+  b.biases.resize(rows * groups);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& v : row) v = static_cast<float>(rng.Uniform(-1, 1));
+    AffineQuantizeRow(row.data(), cols, bits, 64, DType::kBF16, b.packed.data() + r * words,
+                      b.scales.data() + r * groups, b.biases.data() + r * groups);
+  }
+  b.m.rows = rows;
+  b.m.cols = cols;
+  b.m.quantized = true;
+  b.m.quant = AffineQuant{bits, 64, b.packed.data(), b.scales.data(), b.biases.data(),
+                          DType::kBF16};
+  return b;
+}
+
+// Args: bits (0 = bf16), rows of activations M.
+void BM_MatMul(benchmark::State& state) {
+  const int bits = static_cast<int>(state.range(0));
+  const int64_t m_rows = state.range(1);
+  const int64_t rows = 4096, cols = 4096;
+  BenchMatrix w = Make(rows, cols, bits);
+  std::vector<float> x(m_rows * cols, 0.5f), y(m_rows * rows);
+  ThreadPool pool;
+  for (auto _ : state) {
+    MatMul(w.m, x.data(), m_rows, y.data(), &pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(w.m.StorageBytes()));
+}
+BENCHMARK(BM_MatMul)
+    ->ArgsProduct({{0, 4, 6, 8}, {1, 2, 4, 8}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace mtplx::kernels
+
+BENCHMARK_MAIN();

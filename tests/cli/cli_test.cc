@@ -1,0 +1,116 @@
+// The mtplx executable end to end: commands a user types, and the errors bad input must give.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace mtplx {
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome Mtplx(const std::string& args) {
+  const std::string command = testing::BinaryDir() + "/bin/mtplx " + args + " 2>&1";
+  Outcome outcome;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return outcome;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return outcome;
+}
+
+TEST(CliTest, RunOnTheDefaultModelPrintsTextAndStats) {
+  const Outcome o = Mtplx("run \"Write a haiku about autumn\" --max-tokens 12 --seed 1");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("[mtplx] mode=AR depth=0 tokens=12 tok/s="), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("prefill_tok/s="), std::string::npos);
+}
+
+TEST(CliTest, RunJsonHasTextTokensAndStats) {
+  const Outcome o = Mtplx("run \"hello\" --max-tokens 5 --json --temperature 0");
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const auto j = nlohmann::json::parse(o.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.output;
+  EXPECT_TRUE(j["text"].is_string());
+  EXPECT_EQ(j["token_ids"].size(), 5u);
+  EXPECT_EQ(j["finish_reason"], "length");
+  for (const char* key : {"mode", "depth", "tokens", "tok_s", "prefill_tok_s"})
+    EXPECT_TRUE(j["stats"].contains(key)) << key;
+}
+
+TEST(CliTest, GreedyRunsAreReproducible) {
+  const Outcome a = Mtplx("run \"same\" --max-tokens 8 --json --temperature 0");
+  const Outcome b = Mtplx("run \"same\" --max-tokens 8 --json --temperature 0");
+  ASSERT_EQ(a.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(a.output)["token_ids"], nlohmann::json::parse(b.output)["token_ids"]);
+}
+
+TEST(CliTest, PromptFromStdin) {
+  const std::string command = "echo 'from stdin' | " + testing::BinaryDir() +
+                              "/bin/mtplx run - --max-tokens 3 --json 2>&1";
+  std::FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_TRUE(pipe);
+  char buffer[8192];
+  const size_t n = std::fread(buffer, 1, sizeof(buffer), pipe);
+  EXPECT_EQ(pclose(pipe), 0);
+  const auto j = nlohmann::json::parse(std::string(buffer, n), nullptr, false);
+  EXPECT_FALSE(j.is_discarded());
+}
+
+TEST(CliTest, BadInputGivesAClearErrorAndNonZeroExit) {
+  struct Case {
+    const char* args;
+    const char* needle;
+  } cases[] = {
+      {"run \"\"", "prompt is empty"},
+      {"run hi --model /nonexistent/dir", "/nonexistent/dir"},
+      {"run hi --frobnicate", "frobnicate"},
+      {"score --model /nonexistent --tokens 1", "/nonexistent"},
+      {"synth --preset nope --out /tmp/x", "nope"},
+      {"", "A subcommand is required"},
+  };
+  for (const auto& c : cases) {
+    const Outcome o = Mtplx(c.args);
+    EXPECT_NE(o.exit_code, 0) << c.args;
+    EXPECT_NE(o.output.find(c.needle), std::string::npos) << c.args << "\n" << o.output;
+    EXPECT_EQ(o.output.find("internal error"), std::string::npos) << c.args;
+  }
+}
+
+TEST(CliTest, ScoreWritesLogitsAndTopFive) {
+  const std::string dir = testing::MakeTempDir("mtplx-cli");
+  const std::string model = testing::BinaryDir() + "/models/default";
+  const Outcome o = Mtplx("score --model " + model + " --tokens 1,2,3 --logits-out " + dir + "/l.bin");
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const auto j = nlohmann::json::parse(o.output.substr(o.output.find('{')));
+  EXPECT_EQ(j["rows"], 3);
+  EXPECT_EQ(j["top5"].size(), 3u);
+  EXPECT_EQ(j["top5"][0].size(), 5u);
+  std::FILE* f = std::fopen((dir + "/l.bin").c_str(), "rb");
+  ASSERT_TRUE(f);
+  std::fseek(f, 0, SEEK_END);
+  EXPECT_EQ(std::ftell(f), 3 * 1024 * 4);
+  std::fclose(f);
+}
+
+TEST(CliTest, ScoreRejectsTokensOutsideTheVocabulary) {
+  const std::string model = testing::BinaryDir() + "/models/default";
+  const Outcome o = Mtplx("score --model " + model + " --tokens 1,99999");
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_NE(o.output.find("99999"), std::string::npos) << o.output;
+}
+
+}  // namespace
+}  // namespace mtplx
