@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (the "fuzz" CMake preset, clang) and runs each one for N seconds
-# over a scratch copy of its seed corpus (tests/data/fuzz/<target>/). Fails on any crash, leak,
-# sanitizer report, timeout or out-of-memory; the reproducer is kept in the artifacts folder.
+# over a scratch copy of its seed corpus (tests/data/fuzz/<target>/), with fuzz/<target>.dict as
+# its dictionary. Fails on any crash, leak, sanitizer report, timeout or out-of-memory; the
+# reproducer is kept in the artifacts folder.
 #
 # Usage: fuzz/run_fuzzers.sh [seconds per target, default 30] [target ...]
 #   MTPLX_FUZZ_JOBS    build parallelism (default 1)
@@ -37,8 +38,10 @@ for target in "${targets[@]}"; do
   if [[ -d "$seeds" ]]; then cp -r "$seeds"/. "$corpus"/; fi
   echo "=== $target: ${seconds}s over $(ls "$corpus" | wc -l) seeds"
   log="$scratch/$target.log"
+  dict=()
+  if [[ -f "$root/fuzz/$target.dict" ]]; then dict=(-dict="$root/fuzz/$target.dict"); fi
   set +e
-  "$root/build-fuzz/fuzz/$target" "$corpus" -max_len=4096 -max_total_time="$seconds" \
+  "$root/build-fuzz/fuzz/$target" "${dict[@]}" "$corpus" -max_len=4096 -max_total_time="$seconds" \
       -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$artifacts/$target-" >"$log" 2>&1
   rc=$?

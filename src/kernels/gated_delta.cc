@@ -27,7 +27,7 @@ struct HeadView {
   float beta(int64_t t) const { return in.beta[t * dims.value_heads + head]; }
 };
 
-void RecurrentHead(const HeadView& h, int64_t tokens, float* s, float* out) {
+void RecurrentHead(const HeadView& h, int64_t tokens, float* s, float* out, float* delta_out) {
   const int64_t dk = h.dims.key_dim, dv = h.dims.value_dim;
   std::vector<float> delta(dv);
   for (int64_t t = 0; t < tokens; ++t) {
@@ -42,6 +42,8 @@ void RecurrentHead(const HeadView& h, int64_t tokens, float* s, float* out) {
     for (int64_t d = 0; d < dk; ++d)
       for (int64_t c = 0; c < dv; ++c) delta[c] += s[d * dv + c] * k[d];
     for (int64_t c = 0; c < dv; ++c) delta[c] = beta * (v[c] - delta[c]);
+    if (delta_out)
+      std::copy(delta.begin(), delta.end(), delta_out + (t * h.dims.value_heads + h.head) * dv);
     for (int64_t d = 0; d < dk; ++d)
       for (int64_t c = 0; c < dv; ++c) s[d * dv + c] += k[d] * delta[c];
     float* o = out + (t * h.dims.value_heads + h.head) * dv;
@@ -127,11 +129,28 @@ void ForEachHead(const GdnDims& dims, ThreadPool* pool, Fn&& fn) {
 }  // namespace
 
 void GdnRecurrent(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float* state,
-                  float* out, ThreadPool* pool) {
+                  float* out, ThreadPool* pool, float* delta_out) {
   const int64_t ratio = dims.value_heads / dims.key_heads;
   ForEachHead(dims, pool, [&](int64_t h) {
     HeadView view{dims, in, h, h / ratio};
-    RecurrentHead(view, tokens, state + h * dims.key_dim * dims.value_dim, out);
+    RecurrentHead(view, tokens, state + h * dims.key_dim * dims.value_dim, out, delta_out);
+  });
+}
+
+void GdnReplay(const GdnDims& dims, int64_t tokens, const float* keys, const float* log_decay,
+               const float* deltas, float* state, ThreadPool* pool) {
+  const int64_t ratio = dims.value_heads / dims.key_heads;
+  const int64_t dk = dims.key_dim, dv = dims.value_dim;
+  ForEachHead(dims, pool, [&](int64_t h) {
+    float* s = state + h * dk * dv;
+    for (int64_t t = 0; t < tokens; ++t) {
+      const float alpha = std::exp(log_decay[t * dims.value_heads + h]);
+      const float* k = keys + (t * dims.key_heads + h / ratio) * dk;
+      const float* delta = deltas + (t * dims.value_heads + h) * dv;
+      for (int64_t i = 0; i < dk * dv; ++i) s[i] *= alpha;
+      for (int64_t d = 0; d < dk; ++d)
+        for (int64_t c = 0; c < dv; ++c) s[d * dv + c] += k[d] * delta[c];
+    }
   });
 }
 

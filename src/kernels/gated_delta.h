@@ -32,8 +32,15 @@ struct GdnInputs {
   const float* beta;
 };
 
+// delta_out (optional): [T, Hv, Dv] per-row updates beta * (v - S^T k), for GdnReplay.
 void GdnRecurrent(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float* state,
-                  float* out, ThreadPool* pool);
+                  float* out, ThreadPool* pool, float* delta_out = nullptr);
+
+// Re-applies recorded rows to a state: S <- exp(g) S; S += k delta^T. Performs the same
+// operations as GdnRecurrent, so the result is bit-identical to the original pass.
+// keys: [T, Hk, Dk]; log_decay: [T, Hv]; deltas: [T, Hv, Dv].
+void GdnReplay(const GdnDims& dims, int64_t tokens, const float* keys, const float* log_decay,
+               const float* deltas, float* state, ThreadPool* pool);
 
 void GdnChunked(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float* state, float* out,
                 ThreadPool* pool, int64_t chunk = 64);

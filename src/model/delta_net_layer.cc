@@ -9,7 +9,7 @@
 namespace mtplx::model {
 
 void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::DeltaNetState& st,
-                   DeltaNetPath path, const float* x, float* y) {
+                   DeltaNetPath path, state::DeltaCapture* capture, const float* x, float* y) {
   const io::ModelConfig& c = ctx.config;
   const int64_t m = ctx.rows, hk = c.linear_key_heads, hv = c.linear_value_heads;
   const int64_t dk = c.linear_key_dim, dv = c.linear_value_dim;
@@ -20,6 +20,11 @@ void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::Del
   kernels::MatMul(w.in_b, x, m, b.data(), ctx.pool);
   kernels::MatMul(w.in_a, x, m, a.data(), ctx.pool);
 
+  if (capture) {
+    capture->initial_conv = st.conv;
+    capture->initial_recurrent = st.recurrent;
+    capture->conv_inputs = qkv;
+  }
   std::vector<float> mixed(m * conv_dim);
   kernels::CausalConvSilu(qkv.data(), m, conv_dim, w.conv.data(), c.conv_kernel, st.conv.data(),
                           mixed.data());
@@ -47,12 +52,19 @@ void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::Del
   std::vector<float> o(m * value_dim);
   const kernels::GdnDims dims{hk, hv, dk, dv};
   const kernels::GdnInputs in{q.data(), k.data(), v.data(), g.data(), beta.data()};
-  const bool chunked = path == DeltaNetPath::kChunked ||
-                       (path == DeltaNetPath::kAuto && m >= kChunkedPrefillMinRows);
+  const bool chunked = !capture && (path == DeltaNetPath::kChunked ||
+                                    (path == DeltaNetPath::kAuto && m >= kChunkedPrefillMinRows));
   if (chunked) {
     kernels::GdnChunked(dims, m, in, st.recurrent.data(), o.data(), ctx.pool);
   } else {
-    kernels::GdnRecurrent(dims, m, in, st.recurrent.data(), o.data(), ctx.pool);
+    float* deltas = nullptr;
+    if (capture) {
+      capture->keys = k;
+      capture->log_decay = g;
+      capture->deltas.assign(m * value_dim, 0.0f);
+      deltas = capture->deltas.data();
+    }
+    kernels::GdnRecurrent(dims, m, in, st.recurrent.data(), o.data(), ctx.pool, deltas);
   }
 
   // Gated RMSNorm per value head with z, then the output projection.

@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "model/weights.h"
 #include "state/sequence_state.h"
+#include "state/verify_capture.h"
 
 namespace mtplx::model {
 
@@ -24,8 +25,9 @@ struct LayerContext {
 void GatedAttention(const LayerContext& ctx, const AttentionWeights& w, state::AttentionCache& cache,
                     const float* x, float* y);
 
+// With a capture, runs the recurrent path and records what CommitVerify needs.
 void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::DeltaNetState& st,
-                   DeltaNetPath path, const float* x, float* y);
+                   DeltaNetPath path, state::DeltaCapture* capture, const float* x, float* y);
 
 void DenseMlp(const LayerContext& ctx, const MlpWeights& w, const float* x, float* y);
 

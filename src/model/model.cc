@@ -5,6 +5,7 @@
 
 #include "base/strings.h"
 #include "kernels/affine_quant.h"
+#include "kernels/gated_delta.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "model/layers.h"
@@ -52,54 +53,153 @@ std::unique_ptr<state::SequenceState> Model::NewState() const {
   return std::make_unique<state::SequenceState>(std::move(layout));
 }
 
-Status Model::Forward(state::SequenceState& state, std::span<const int32_t> tokens,
-                      const ForwardOptions& options, ForwardOutput* out) const {
+Status Model::CheckTokens(const state::SequenceState& state,
+                          std::span<const int32_t> tokens) const {
   const io::ModelConfig& c = config_;
-  const int64_t m = static_cast<int64_t>(tokens.size()), h = c.hidden_size;
-  if (m == 0) return InvalidArgument("forward: no tokens");
+  if (tokens.empty()) return InvalidArgument("forward: no tokens");
   for (int32_t t : tokens)
     if (t < 0 || t >= c.vocab_size)
       return OutOfRange(StrCat("forward: token id ", t, " is outside the vocabulary (size ",
                                c.vocab_size, ")"));
-  if (state.position() + m > c.max_position_embeddings)
-    return OutOfRange(StrCat("forward: position ", state.position() + m,
-                             " exceeds max_position_embeddings ", c.max_position_embeddings));
+  const int64_t end = state.position() + static_cast<int64_t>(tokens.size());
+  if (end > c.max_position_embeddings)
+    return OutOfRange(StrCat("forward: position ", end, " exceeds max_position_embeddings ",
+                             c.max_position_embeddings));
+  return Status::Ok();
+}
 
-  std::vector<float> x(m * h), normed(m * h), mixed(m * h);
-  for (int64_t r = 0; r < m; ++r) kernels::DequantizeRow(weights_.embed, tokens[r], x.data() + r * h);
-
-  const LayerContext ctx{c, pool_.get(), rope_inv_freq_, state.position(), m};
+void Model::RunDecoderLayer(const LayerWeights& lw, int64_t layer, state::SequenceState& state,
+                            const ForwardOptions& options, int64_t rows, float* x,
+                            Scratch& scratch) const {
+  const io::ModelConfig& c = config_;
+  const int64_t h = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    const LayerWeights& lw = weights_.layers[l];
-    for (int64_t r = 0; r < m; ++r)
-      kernels::RmsNorm(x.data() + r * h, lw.input_norm.data(), h, eps, normed.data() + r * h);
-    if (lw.is_attention) {
-      GatedAttention(ctx, lw.attention, state.attention(l), normed.data(), mixed.data());
-    } else {
-      GatedDeltaNet(ctx, lw.delta, state.delta(l), options.delta_path, normed.data(), mixed.data());
-    }
-    for (int64_t i = 0; i < m * h; ++i) x[i] += mixed[i];
-    for (int64_t r = 0; r < m; ++r)
-      kernels::RmsNorm(x.data() + r * h, lw.post_norm.data(), h, eps, normed.data() + r * h);
-    if (lw.is_moe) {
-      SparseMoe(ctx, lw.moe, normed.data(), mixed.data());
-    } else {
-      DenseMlp(ctx, lw.mlp, normed.data(), mixed.data());
-    }
-    for (int64_t i = 0; i < m * h; ++i) x[i] += mixed[i];
+  const LayerContext ctx{c, pool_.get(), rope_inv_freq_, state.position(), rows};
+  float* normed = scratch.normed.data();
+  float* mixed = scratch.mixed.data();
+  for (int64_t r = 0; r < rows; ++r)
+    kernels::RmsNorm(x + r * h, lw.input_norm.data(), h, eps, normed + r * h);
+  if (lw.is_attention) {
+    GatedAttention(ctx, lw.attention, state.attention(layer), normed, mixed);
+  } else {
+    state::DeltaCapture* capture = options.capture ? &options.capture->layers[layer] : nullptr;
+    GatedDeltaNet(ctx, lw.delta, state.delta(layer), options.delta_path, capture, normed, mixed);
   }
-  state.Advance(m);
+  for (int64_t i = 0; i < rows * h; ++i) x[i] += mixed[i];
+  for (int64_t r = 0; r < rows; ++r)
+    kernels::RmsNorm(x + r * h, lw.post_norm.data(), h, eps, normed + r * h);
+  if (lw.is_moe) {
+    SparseMoe(ctx, lw.moe, normed, mixed);
+  } else {
+    DenseMlp(ctx, lw.mlp, normed, mixed);
+  }
+  for (int64_t i = 0; i < rows * h; ++i) x[i] += mixed[i];
+}
 
-  out->rows = m;
+void Model::Finish(const std::vector<float>& gain, const std::vector<float>& x, int64_t rows,
+                   const ForwardOptions& options, ForwardOutput* out) const {
+  const int64_t h = config_.hidden_size;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  out->rows = rows;
   out->pre_norm_hidden = x;
-  out->hidden.resize(m * h);
-  for (int64_t r = 0; r < m; ++r)
-    kernels::RmsNorm(x.data() + r * h, weights_.final_norm.data(), h, eps, out->hidden.data() + r * h);
-  out->logit_rows = options.all_logits ? m : 1;
-  out->logits.resize(out->logit_rows * c.vocab_size);
-  const float* head_in = out->hidden.data() + (m - out->logit_rows) * h;
+  out->hidden.resize(rows * h);
+  for (int64_t r = 0; r < rows; ++r)
+    kernels::RmsNorm(x.data() + r * h, gain.data(), h, eps, out->hidden.data() + r * h);
+  if (options.no_logits) {
+    out->logit_rows = 0;
+    out->logits.clear();
+    return;
+  }
+  out->logit_rows =
+      options.all_logits ? rows : std::min<int64_t>(rows, std::max<int64_t>(1, options.last_logit_rows));
+  out->logits.resize(out->logit_rows * config_.vocab_size);
+  const float* head_in = out->hidden.data() + (rows - out->logit_rows) * h;
   kernels::MatMul(weights_.lm_head, head_in, out->logit_rows, out->logits.data(), pool_.get());
+}
+
+Status Model::Forward(state::SequenceState& state, std::span<const int32_t> tokens,
+                      const ForwardOptions& options, ForwardOutput* out) const {
+  MTPLX_RETURN_IF_ERROR(CheckTokens(state, tokens));
+  const io::ModelConfig& c = config_;
+  const int64_t m = static_cast<int64_t>(tokens.size()), h = c.hidden_size;
+  if (options.capture) {
+    options.capture->start_position = state.position();
+    options.capture->rows = m;
+    options.capture->layers.assign(c.num_layers, {});
+  }
+  std::vector<float> x(m * h);
+  Scratch scratch{std::vector<float>(m * h), std::vector<float>(m * h)};
+  for (int64_t r = 0; r < m; ++r) kernels::DequantizeRow(weights_.embed, tokens[r], x.data() + r * h);
+  for (int64_t l = 0; l < c.num_layers; ++l)
+    RunDecoderLayer(weights_.layers[l], l, state, options, m, x.data(), scratch);
+  state.Advance(m);
+  Finish(weights_.final_norm, x, m, options, out);
+  return Status::Ok();
+}
+
+Status Model::CommitVerify(state::SequenceState& state, const state::VerifyCapture& capture,
+                           int64_t keep) const {
+  if (keep < 1 || keep > capture.rows)
+    return OutOfRange(StrCat("commit: cannot keep ", keep, " of ", capture.rows, " rows"));
+  if (state.position() != capture.start_position + capture.rows)
+    return FailedPrecondition("commit: the state moved since the captured forward");
+  if (keep == capture.rows) return Status::Ok();
+  const io::ModelConfig& c = config_;
+  const kernels::GdnDims dims{c.linear_key_heads, c.linear_value_heads, c.linear_key_dim,
+                              c.linear_value_dim};
+  const int64_t channels = c.ConvDim(), history = c.conv_kernel - 1;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    if (c.IsFullAttention(l)) continue;
+    const state::DeltaCapture& cap = capture.layers[l];
+    state::DeltaNetState& st = state.delta(l);
+    st.recurrent = cap.initial_recurrent;
+    kernels::GdnReplay(dims, keep, cap.keys.data(), cap.log_decay.data(), cap.deltas.data(),
+                       st.recurrent.data(), pool_.get());
+    // Window = the last K-1 rows of [initial window ; kept inputs].
+    for (int64_t r = 0; r < history; ++r) {
+      const int64_t source = keep + r;  // index into the concatenated stream
+      const float* row = source < history ? cap.initial_conv.data() + source * channels
+                                          : cap.conv_inputs.data() + (source - history) * channels;
+      std::copy(row, row + channels, st.conv.begin() + r * channels);
+    }
+  }
+  state.RewindAfterCommit(capture.start_position + keep);
+  return Status::Ok();
+}
+
+std::unique_ptr<state::SequenceState> Model::NewMtpState() const {
+  state::StateLayout layout;
+  layout.is_attention = {true};
+  layout.kv_width = config_.num_kv_heads * config_.head_dim;
+  return std::make_unique<state::SequenceState>(std::move(layout));
+}
+
+Status Model::ForwardMtp(state::SequenceState& mtp_state, std::span<const int32_t> tokens,
+                         const float* hidden, const ForwardOptions& options,
+                         ForwardOutput* out) const {
+  if (!has_mtp()) return FailedPrecondition(StrCat(dir_, ": the checkpoint has no MTP head"));
+  MTPLX_RETURN_IF_ERROR(CheckTokens(mtp_state, tokens));
+  const io::ModelConfig& c = config_;
+  const MtpWeights& mtp = weights_.mtp;
+  const int64_t m = static_cast<int64_t>(tokens.size()), h = c.hidden_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  // fc input per row: [RMSNorm(embedding of the token) | RMSNorm(trunk hidden)].
+  std::vector<float> joined(m * 2 * h), embedding(h);
+  for (int64_t r = 0; r < m; ++r) {
+    kernels::DequantizeRow(weights_.embed, tokens[r], embedding.data());
+    kernels::RmsNorm(embedding.data(), mtp.pre_fc_norm_embedding.data(), h, eps,
+                     joined.data() + r * 2 * h);
+    kernels::RmsNorm(hidden + r * h, mtp.pre_fc_norm_hidden.data(), h, eps,
+                     joined.data() + r * 2 * h + h);
+  }
+  std::vector<float> x(m * h);
+  kernels::MatMul(mtp.fc, joined.data(), m, x.data(), pool_.get());
+  Scratch scratch{std::vector<float>(m * h), std::vector<float>(m * h)};
+  ForwardOptions layer_options = options;
+  layer_options.capture = nullptr;
+  RunDecoderLayer(mtp.layer, 0, mtp_state, layer_options, m, x.data(), scratch);
+  mtp_state.Advance(m);
+  Finish(mtp.norm, x, m, options, out);
   return Status::Ok();
 }
 

@@ -18,6 +18,7 @@
 #include "io/model_config.h"
 #include "model/weights.h"
 #include "state/sequence_state.h"
+#include "state/verify_capture.h"
 
 namespace mtplx::model {
 
@@ -37,6 +38,12 @@ struct ForwardOptions {
   // Which rows get logits: all of them, or only the last (prefill of a long prompt).
   bool all_logits = true;
   DeltaNetPath delta_path = DeltaNetPath::kAuto;
+  // Which rows get logits when all_logits is false: the last `last_logit_rows` rows.
+  int64_t last_logit_rows = 1;
+  // No logits at all (e.g. feeding the MTP history).
+  bool no_logits = false;
+  // Record per-row DeltaNet tapes so CommitVerify can keep a prefix of the rows exactly.
+  state::VerifyCapture* capture = nullptr;
 };
 
 struct ForwardOutput {
@@ -67,8 +74,33 @@ class Model {
   Status Forward(state::SequenceState& state, std::span<const int32_t> tokens,
                  const ForwardOptions& options, ForwardOutput* out) const;
 
+  // After a Forward with options.capture over R rows, keeps the first `keep` rows (1..R): the
+  // state becomes bit-identical to having run only those rows.
+  Status CommitVerify(state::SequenceState& state, const state::VerifyCapture& capture,
+                      int64_t keep) const;
+
+  // The MTP head. Its state holds one attention layer whose cache covers pairs
+  // (trunk hidden at position p, token at p + 1) at RoPE position p.
+  bool has_mtp() const { return weights_.mtp.present; }
+  std::unique_ptr<state::SequenceState> NewMtpState() const;
+  // Runs rows (hidden[r], tokens[r]) at positions mtp_state.position() ...; out->hidden holds the
+  // head's normed output (the vector its logits come from; fed back for deeper drafts).
+  Status ForwardMtp(state::SequenceState& mtp_state, std::span<const int32_t> tokens,
+                    const float* hidden, const ForwardOptions& options, ForwardOutput* out) const;
+
  private:
   Model() = default;
+
+  struct Scratch {
+    std::vector<float> normed, mixed;
+  };
+  void RunDecoderLayer(const LayerWeights& lw, int64_t layer, state::SequenceState& state,
+                       const ForwardOptions& options, int64_t rows, float* x,
+                       Scratch& scratch) const;
+  Status CheckTokens(const state::SequenceState& state, std::span<const int32_t> tokens) const;
+  // Final norm (given gains) into out->hidden, then logits as the options ask.
+  void Finish(const std::vector<float>& gain, const std::vector<float>& x, int64_t rows,
+              const ForwardOptions& options, ForwardOutput* out) const;
 
   std::string dir_;
   io::ModelConfig config_;

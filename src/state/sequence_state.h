@@ -63,6 +63,9 @@ class SequenceState {
   Status Truncate(int64_t new_position);
   void Reset();
   bool HasRecurrentLayers() const { return !delta_.empty(); }
+  // Moves the position back after the DeltaNet states were rebuilt for it (see VerifyCapture);
+  // attention rows past the position are ignored and overwritten later.
+  void RewindAfterCommit(int64_t position) { position_ = position; }
 
   uint64_t Bytes() const;
 
