@@ -14,6 +14,8 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "engine/generator.h"
+#include "engine/mtp_check.h"
+#include "engine/speculative.h"
 #include "io/generation_config.h"
 #include "model/model.h"
 #include "tokenizer/stream_decoder.h"
@@ -33,7 +35,63 @@ struct RunOptions {
   int threads = 0;
   bool json = false;
   bool quiet = false;
+  int depth = 0;  // 0: pack default
+  bool no_mtp = false;
+  bool skip_mtp_check = false;
+  double draft_temperature = -1, draft_top_p = -1;
+  int draft_top_k = -1;
+  std::string mtp_hidden = "post";
 };
+
+// The speculative outcome of one run, for the stats line and --json.
+struct Mode {
+  int depth = 0;  // 0 = plain decoding
+  std::string notice;
+  engine::SpeculativeStats stats;
+};
+
+nlohmann::json SpeculativeJson(const Mode& mode) {
+  if (mode.depth == 0) return nlohmann::json::object();
+  const auto& s = mode.stats;
+  nlohmann::json per_cycle = nlohmann::json::object();
+  for (size_t n = 1; n < s.tokens_per_cycle.size(); ++n)
+    per_cycle[std::to_string(n)] = s.tokens_per_cycle[n];
+  return {{"acceptance_by_depth", s.AcceptanceByDepth()},
+          {"acceptance_unconditional", s.AcceptanceUnconditional()},
+          {"tokens_per_cycle", per_cycle},
+          {"mean_tokens_per_cycle", s.MeanTokensPerCycle()},
+          {"verify_calls", s.verify_calls},
+          {"bonus_tokens", s.bonus_tokens},
+          {"corrections", s.corrections},
+          {"time_s", {{"draft", s.draft_seconds}, {"verify", s.verify_seconds},
+                      {"accept", s.accept_seconds}, {"commit", s.commit_seconds}}}};
+}
+
+// Decides plain vs speculative decoding: --no-mtp, a checkpoint without an MTP head, or a head
+// that fails the acceptance check all mean plain decoding, with a notice saying why.
+Mode ChooseMode(const model::Model& m, const tokenizer::Tokenizer& tok, const RunOptions& o,
+                int pack_depth) {
+  Mode mode;
+  if (o.no_mtp) return mode;
+  if (!m.has_mtp()) {
+    mode.notice = "this checkpoint has no MTP head: plain decoding";
+    return mode;
+  }
+  if (!o.skip_mtp_check) {
+    const auto probe = tok.Encode("The quick brown fox jumps over the lazy dog.\ndef main():\n", false);
+    auto check = engine::CheckMtp(m, probe);
+    if (!check.ok()) {
+      mode.notice = "MTP check failed (" + check.status().message() + "): plain decoding";
+      return mode;
+    }
+    if (!check->usable) {
+      mode.notice = "MTP disabled: " + check->reason + "; decoding without speculation";
+      return mode;
+    }
+  }
+  mode.depth = o.depth > 0 ? o.depth : pack_depth;
+  return mode;
+}
 
 // ChatML as the Qwen templates render a plain conversation with a generation prompt. Template
 // text is encoded with special tokens enabled; user text never is, so it cannot forge them.
@@ -108,8 +166,29 @@ int RunGenerate(RunOptions o) {
     }
     return true;
   };
-  auto result = engine::GeneratePlain(**loaded, request, on_token);
+  Mode mode = ChooseMode(**loaded, *tok, o, defaults->mtp_depth);
+  if (!mode.notice.empty() && !o.quiet && !o.json) std::fprintf(stderr, "[mtplx] %s\n", mode.notice.c_str());
+  Result<engine::GenerateResult> result = InvalidArgument("unset");
+  if (mode.depth > 0) {
+    engine::SpeculativeOptions spec;
+    spec.depth = mode.depth;
+    spec.pre_norm_hidden = o.mtp_hidden == "pre";
+    if (o.draft_temperature >= 0 || o.draft_top_p >= 0 || o.draft_top_k >= 0) {
+      spec.draft_same_as_target = false;
+      spec.draft = request.sampling;
+      if (o.draft_temperature >= 0) spec.draft.temperature = o.draft_temperature;
+      if (o.draft_top_p >= 0) spec.draft.top_p = o.draft_top_p;
+      if (o.draft_top_k >= 0) spec.draft.top_k = o.draft_top_k;
+    }
+    auto run = engine::GenerateSpeculative(**loaded, request, spec, on_token);
+    if (!run.ok()) return ReportError(run.status().message());
+    mode.stats = run->speculative;
+    result = std::move(run->result);
+  } else {
+    result = engine::GeneratePlain(**loaded, request, on_token);
+  }
   if (!result.ok()) return ReportError(result.status().message());
+  const char* mode_name = mode.depth > 0 ? "MTP" : "AR";
   const std::string tail = decoder.Flush();
   text += tail;
   const auto& s = result->stats;
@@ -119,21 +198,23 @@ int RunGenerate(RunOptions o) {
         {"token_ids", result->tokens},
         {"finish_reason", result->finish_reason},
         {"stats",
-         {{"mode", "AR"}, {"depth", 0}, {"tokens", s.completion_tokens},
+         {{"mode", mode_name}, {"depth", mode.depth}, {"tokens", s.completion_tokens},
           {"prompt_tokens", s.prompt_tokens}, {"tok_s", s.DecodeTokensPerSecond()},
           {"prefill_tok_s", s.PrefillTokensPerSecond()},
           {"major_faults_during_decode", s.major_faults_during_decode},
           {"resident_bytes", s.resident_bytes},
           {"weight_bytes", (*loaded)->weight_bytes()},
           {"weights_locked", (*loaded)->weights_locked()}}}};
+    out["stats"].update(SpeculativeJson(mode));
+    if (!mode.notice.empty()) out["notice"] = mode.notice;
     std::printf("%s\n", out.dump().c_str());
     return 0;
   }
   std::printf("%s\n", tail.c_str());
   if (!o.quiet)
-    std::fprintf(stderr, "[mtplx] mode=AR depth=0 tokens=%lld tok/s=%.2f prefill_tok/s=%.1f\n",
-                 static_cast<long long>(s.completion_tokens), s.DecodeTokensPerSecond(),
-                 s.PrefillTokensPerSecond());
+    std::fprintf(stderr, "[mtplx] mode=%s depth=%d tokens=%lld tok/s=%.2f prefill_tok/s=%.1f\n",
+                 mode_name, mode.depth, static_cast<long long>(s.completion_tokens),
+                 s.DecodeTokensPerSecond(), s.PrefillTokensPerSecond());
   return 0;
 }
 
@@ -157,6 +238,19 @@ Runner AddRunCommand(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of streaming");
   cmd->add_flag("--quiet", o->quiet, "No progress bar or stats line");
+  cmd->add_option("--depth", o->depth, "MTP draft depth (1-4; default: the pack's)")
+      ->check(CLI::Range(1, 4));
+  cmd->add_flag("--no-mtp", o->no_mtp, "Plain decoding on the same loaded model");
+  cmd->add_flag("--skip-mtp-check", o->skip_mtp_check,
+                "Speculate even if the MTP head fails the acceptance check");
+  cmd->add_option("--draft-temperature", o->draft_temperature, "Draft sampler temperature")
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--draft-top-p", o->draft_top_p, "Draft sampler top-p")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--draft-top-k", o->draft_top_k, "Draft sampler top-k")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--mtp-hidden", o->mtp_hidden, "Trunk hidden fed to the MTP head: post | pre")
+      ->check(CLI::IsMember({"post", "pre"}));
   return [o] { return RunGenerate(*o); };
 }
 

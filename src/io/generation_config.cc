@@ -1,5 +1,7 @@
 #include "io/generation_config.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
@@ -47,6 +49,9 @@ Result<GenerationDefaults> LoadGenerationDefaults(const std::string& model_dir) 
   const std::string runtime_path = JoinPath(model_dir, "mtplx_runtime.json");
   if (FileExists(runtime_path)) {
     MTPLX_ASSIGN_OR_RETURN(json runtime, ReadJson(runtime_path));
+    for (const char* key : {"recommended_mtp_depth", "mtp_depth_default"})
+      if (runtime.contains(key) && runtime[key].is_number_integer())
+        d.mtp_depth = std::min(4, std::max(1, runtime[key].get<int>()));
     if (runtime.contains("sampler") && runtime["sampler"].is_object()) {
       ReadSampler(runtime["sampler"], d);
       d.source = "mtplx_runtime.json";
