@@ -47,7 +47,8 @@ SparseDistribution Shape(std::span<const float> logits, const SamplingParams& pa
   double mass_before = 0.0;
   for (size_t i = 0; i < k; ++i) {
     const double p = std::exp(scaled[order[i]] - log_z);
-    if (i > 0 && mass_before >= params.top_p) break;
+    // top_p >= 1 is "off": the running mass can round up to 1.0 before the tail is reached.
+    if (i > 0 && params.top_p < 1.0 && mass_before >= params.top_p) break;
     dist.ids.push_back(order[i]);
     dist.probs.push_back(p);
     mass_before += p;
