@@ -3,6 +3,21 @@
 #include <algorithm>
 
 namespace mtplx {
+namespace {
+
+// One step of waiting: pause for the first spins, then give the core away. On a busy machine a
+// spinning thread would steal time from the thread it waits for.
+inline void WaitStep(int spin) {
+  if (spin < 2000) {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  } else {
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
 
 int ThreadPool::HardwareThreads() {
   const unsigned n = std::thread::hardware_concurrency();
@@ -37,17 +52,9 @@ void ThreadPool::RunTask(int index) {
 void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;
   while (true) {
-    // Spin briefly (decode issues many short loops back to back), then yield the core, then
-    // sleep: on a busy machine a spinning worker would steal time from the thread it waits for.
-    for (int spin = 0; spin < 4000 && generation_.load(std::memory_order_acquire) == seen; ++spin) {
-      if (spin < 2000) {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#endif
-      } else {
-        std::this_thread::yield();
-      }
-    }
+    // Spin briefly (decode issues many short loops back to back), then yield, then sleep.
+    for (int spin = 0; spin < 4000 && generation_.load(std::memory_order_acquire) == seen; ++spin)
+      WaitStep(spin);
     if (generation_.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return generation_.load() != seen; });
@@ -79,15 +86,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   }
   wake_.notify_all();
   RunTask(0);
-  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin < 2000) {
-#if defined(__x86_64__)
-      __builtin_ia32_pause();
-#endif
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) WaitStep(spin);
 }
 
 }  // namespace mtplx

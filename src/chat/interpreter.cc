@@ -1,5 +1,7 @@
 #include "chat/interpreter.h"
 
+#include <algorithm>
+
 #include "base/strings.h"
 #include "chat/builtins.h"
 #include "chat/value_ops.h"
@@ -115,6 +117,11 @@ Status Interpreter::Step() {
   return Status::Ok();
 }
 
+Status Interpreter::CountSteps(int64_t steps) {
+  steps_ += steps;
+  return Step();
+}
+
 Status Interpreter::Locate(Status status, const SourcePos& pos) {
   if (status.ok() || located_) return status;
   located_ = true;
@@ -168,7 +175,9 @@ Result<Interpreter::Flow> Interpreter::ExecStmt(const Stmt& stmt, const ScopePtr
       MarkedString block;
       MTPLX_RETURN_IF_ERROR(ExecBody(stmt.body, std::make_shared<Scope>(scope), &block).status());
       Value value = Value::String(std::move(block));
-      if (stmt.expr) MTPLX_ASSIGN_OR_RETURN(value, EvalFilterChain(*stmt.expr, scope, value));
+      if (stmt.expr) {
+        MTPLX_ASSIGN_OR_RETURN(value, EvalFilterChain(*stmt.expr, scope, value));
+      }
       if (stmt.kind == StmtKind::kFilterBlock) MTPLX_RETURN_IF_ERROR(Emit(ToStr(value), out));
       if (stmt.kind == StmtKind::kSetBlock) {
         MTPLX_RETURN_IF_ERROR(Assign(stmt.target, value, scope.get()));
@@ -202,25 +211,28 @@ Result<Interpreter::Flow> Interpreter::ExecIf(const Stmt& stmt, const ScopePtr& 
 }
 
 Value Interpreter::MakeLoop(const std::vector<Value>& items, size_t index) const {
+  // Built for every iteration, so it avoids Value::Dict's duplicate-key scan; the keys are short
+  // enough to stay in std::string's inline buffer.
   const int64_t n = static_cast<int64_t>(items.size());
   const int64_t i = static_cast<int64_t>(index);
-  std::vector<std::pair<MarkedString, Value>> entries = {
-      {MarkedString("index"), Value::Int(i + 1)},
-      {MarkedString("index0"), Value::Int(i)},
-      {MarkedString("revindex"), Value::Int(n - i)},
-      {MarkedString("revindex0"), Value::Int(n - i - 1)},
-      {MarkedString("first"), Value::Bool(i == 0)},
-      {MarkedString("last"), Value::Bool(i == n - 1)},
-      {MarkedString("length"), Value::Int(n)},
-      {MarkedString("depth"), Value::Int(1)},
-      {MarkedString("depth0"), Value::Int(0)},
-      {MarkedString("cycle"), Value::Func(std::make_shared<CycleFunction>(index))},
-  };
+  auto data = std::make_shared<DictData>();
+  auto& entries = data->entries;
+  entries.reserve(12);
+  entries.emplace_back(MarkedString("index"), Value::Int(i + 1));
+  entries.emplace_back(MarkedString("index0"), Value::Int(i));
+  entries.emplace_back(MarkedString("revindex"), Value::Int(n - i));
+  entries.emplace_back(MarkedString("revindex0"), Value::Int(n - i - 1));
+  entries.emplace_back(MarkedString("first"), Value::Bool(i == 0));
+  entries.emplace_back(MarkedString("last"), Value::Bool(i == n - 1));
+  entries.emplace_back(MarkedString("length"), Value::Int(n));
+  entries.emplace_back(MarkedString("depth"), Value::Int(1));
+  entries.emplace_back(MarkedString("depth0"), Value::Int(0));
+  entries.emplace_back(MarkedString("cycle"), Value::Func(std::make_shared<CycleFunction>(index)));
   entries.emplace_back(MarkedString("previtem"),
                        i > 0 ? items[index - 1] : Value::Undefined("there is no previous item"));
   entries.emplace_back(MarkedString("nextitem"),
                        i + 1 < n ? items[index + 1] : Value::Undefined("there is no next item"));
-  return Value::Dict(std::move(entries));
+  return Value::Dict(std::move(data));
 }
 
 Result<Interpreter::Flow> Interpreter::ExecFor(const Stmt& stmt, const ScopePtr& scope,
@@ -355,7 +367,7 @@ Result<Value> Interpreter::CallMacro(const MacroDef& macro, const ScopePtr& clos
       kwargs.emplace_back(MarkedString(key), value);
     }
   }
-  scope->Set("varargs", Value::List(std::move(varargs)));
+  scope->Set("varargs", Value::Tuple(std::move(varargs)));
   scope->Set("kwargs", Value::Dict(std::move(kwargs)));
   MarkedString out;
   MTPLX_RETURN_IF_ERROR(ExecBody(macro.body, scope, &out).status());

@@ -57,6 +57,8 @@ class Interpreter {
   // A new namespace, tracked so that cycles through it are broken when the render ends.
   Value NewNamespace(std::shared_ptr<DictData> data);
   const RenderLimits& limits() const { return limits_; }
+  // Charges work done inside a builtin (comparisons in |unique) to the step budget.
+  Status CountSteps(int64_t steps);
   Status CheckSize(size_t size) const;
 
  private:

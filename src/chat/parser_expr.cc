@@ -522,7 +522,8 @@ Status Parser::ParseCallArgs(Expr* call) {
 }
 
 Result<ExprPtr> Parser::ParseCall(ExprPtr callee) {
-  ExprPtr call = NewExpr(ExprKind::kCall, Cur().pos);
+  // Errors raised by the call (raise_exception) point at the start of the callee.
+  ExprPtr call = NewExpr(ExprKind::kCall, callee->pos);
   call->operands.push_back(std::move(callee));
   MTPLX_RETURN_IF_ERROR(ParseCallArgs(call.get()));
   return Seal(std::move(call));

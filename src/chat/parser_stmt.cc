@@ -150,7 +150,9 @@ Result<StmtPtr> Parser::ParseFor(const Token& tag) {
   MTPLX_ASSIGN_OR_RETURN(stmt->target, ParseAssignTarget(false, {"in"}));
   if (!SkipName("in")) return FailUnexpected("token 'in'");
   MTPLX_ASSIGN_OR_RETURN(stmt->expr, ParseTuple(false, {"recursive"}, false));
-  if (SkipName("if")) MTPLX_ASSIGN_OR_RETURN(stmt->condition, ParseExpression());
+  if (SkipName("if")) {
+    MTPLX_ASSIGN_OR_RETURN(stmt->condition, ParseExpression());
+  }
   if (IsName("recursive")) return Fail(Cur(), "recursive loops are not supported");
   ++loop_depth_;
   Result<Body> body = ParseStatements({"endfor", "else"}, false);
@@ -159,7 +161,9 @@ Result<StmtPtr> Parser::ParseFor(const Token& tag) {
   stmt->body = std::move(body).value();
   const bool has_else = Cur().value == "else";
   Advance();
-  if (has_else) MTPLX_ASSIGN_OR_RETURN(stmt->else_body, ParseStatements({"endfor"}, true));
+  if (has_else) {
+    MTPLX_ASSIGN_OR_RETURN(stmt->else_body, ParseStatements({"endfor"}, true));
+  }
   return stmt;
 }
 
@@ -173,7 +177,9 @@ Result<StmtPtr> Parser::ParseIf(const Token& tag) {
     const std::string keyword = Cur().value;
     Advance();
     if (keyword == "elif") continue;
-    if (keyword == "else") MTPLX_ASSIGN_OR_RETURN(stmt->else_body, ParseStatements({"endif"}, true));
+    if (keyword == "else") {
+      MTPLX_ASSIGN_OR_RETURN(stmt->else_body, ParseStatements({"endif"}, true));
+    }
     return stmt;
   }
 }
@@ -187,7 +193,9 @@ Result<StmtPtr> Parser::ParseSet(const Token& tag) {
     return stmt;
   }
   stmt->kind = StmtKind::kSetBlock;
-  if (IsOp("|")) MTPLX_ASSIGN_OR_RETURN(stmt->expr, ParseFilter(nullptr, false));
+  if (IsOp("|")) {
+    MTPLX_ASSIGN_OR_RETURN(stmt->expr, ParseFilter(nullptr, false));
+  }
   MTPLX_ASSIGN_OR_RETURN(stmt->body, ParseStatements({"endset"}, true));
   return stmt;
 }

@@ -1,5 +1,6 @@
 #include "chat/py_text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -140,8 +141,12 @@ std::vector<size_t> CodePointOffsets(std::string_view text) {
 }
 
 size_t CodePointCount(std::string_view text) {
-  if (IsAscii(text)) return text.size();
-  return CodePointOffsets(text).size() - 1;
+  size_t count = 0;
+  for (size_t pos = 0; pos < text.size(); ++count) {
+    char32_t c;
+    pos += DecodeUtf8(text, pos, &c);
+  }
+  return count;
 }
 
 bool IsAscii(std::string_view text) {
@@ -158,21 +163,41 @@ bool IsPySpace(char32_t c) {
          c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
+namespace {
+
+// The start of the code point that ends at `end` (> 0), as DecodeUtf8 reads it forwards.
+size_t PreviousCodePoint(std::string_view text, size_t end) {
+  size_t start = end - 1;
+  for (int i = 0; i < 3 && start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80;
+       ++i) {
+    --start;
+  }
+  char32_t c;
+  // A malformed tail decodes differently forwards; then the last byte stands alone.
+  return start + DecodeUtf8(text, start, &c) == end ? start : end - 1;
+}
+
+}  // namespace
+
 std::pair<size_t, size_t> PyStripRange(std::string_view text, const std::string* chars, bool left,
                                        bool right) {
   const std::vector<char32_t> set = chars ? DecodeAll(*chars) : std::vector<char32_t>();
   const auto strippable = [&](char32_t c) { return chars ? InSet(c, set) : IsPySpace(c); };
-  const std::vector<size_t> offsets = CodePointOffsets(text);
-  size_t first = 0;
-  size_t last = offsets.size() - 1;  // index of the end offset
+  size_t begin = 0;
+  size_t end = text.size();
   char32_t c;
-  if (left) {
-    while (first < last && (DecodeUtf8(text, offsets[first], &c), strippable(c))) ++first;
+  while (left && begin < end) {
+    const size_t length = DecodeUtf8(text, begin, &c);
+    if (!strippable(c)) break;
+    begin += length;
   }
-  if (right) {
-    while (last > first && (DecodeUtf8(text, offsets[last - 1], &c), strippable(c))) --last;
+  while (right && end > begin) {
+    const size_t start = std::max(PreviousCodePoint(text, end), begin);
+    DecodeUtf8(text, start, &c);
+    if (!strippable(c)) break;
+    end = start;
   }
-  return {offsets[first], offsets[last]};
+  return {begin, end};
 }
 
 ByteRanges PySplit(std::string_view text, const std::string* sep, long long maxsplit) {
@@ -344,20 +369,145 @@ void AppendJsonString(std::string_view text, bool ensure_ascii, std::string* out
   out->push_back('"');
 }
 
-std::string AsciiUpper(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+namespace {
+
+// Pairs laid out as alternating upper, lower code points in [first, last].
+bool InPairedRange(char32_t c, char32_t first, char32_t last) { return c >= first && c <= last; }
+
+char32_t LowerOfPaired(char32_t c, bool upper_is_even) {
+  const bool is_upper = ((c & 1) == 0) == upper_is_even;
+  return is_upper ? c + 1 : c;
+}
+
+char32_t UpperOfPaired(char32_t c, bool upper_is_even) {
+  const bool is_upper = ((c & 1) == 0) == upper_is_even;
+  return is_upper ? c : c - 1;
+}
+
+struct PairedRange {
+  char32_t first;
+  char32_t last;
+  bool upper_is_even;
+};
+
+constexpr PairedRange kPairedRanges[] = {
+    {0x100, 0x12F, true}, {0x132, 0x137, true}, {0x139, 0x148, false}, {0x14A, 0x177, true},
+    {0x179, 0x17E, false}, {0x460, 0x481, true}, {0x48A, 0x4BF, true}, {0x4C1, 0x4CE, false},
+    {0x4D0, 0x52F, true}, {0x1E00, 0x1E95, true}, {0x1EA0, 0x1EFF, true},
+};
+
+const PairedRange* FindPaired(char32_t c) {
+  for (const PairedRange& range : kPairedRanges) {
+    if (InPairedRange(c, range.first, range.last)) return &range;
+  }
+  return nullptr;
+}
+
+// Offset blocks: [first, last] upper case letters whose lower case is c + delta.
+struct OffsetRange {
+  char32_t first;
+  char32_t last;
+  char32_t delta;
+};
+
+constexpr OffsetRange kOffsetRanges[] = {
+    {'A', 'Z', 32},         {0xC0, 0xD6, 32},       {0xD8, 0xDE, 32},
+    {0x391, 0x3A1, 32},     {0x3A3, 0x3AB, 32},     {0x388, 0x38A, 37},
+    {0x38E, 0x38F, 63},     {0x410, 0x42F, 32},     {0x400, 0x40F, 80},
+    {0x531, 0x556, 48},     {0xFF21, 0xFF3A, 32},
+};
+
+char32_t SimpleLower(char32_t c) {
+  for (const OffsetRange& range : kOffsetRanges) {
+    if (c >= range.first && c <= range.last) return c + range.delta;
+  }
+  if (const PairedRange* range = FindPaired(c)) return LowerOfPaired(c, range->upper_is_even);
+  switch (c) {
+    case 0x178: return 0xFF;
+    case 0x386: return 0x3AC;
+    case 0x38C: return 0x3CC;
+    case 0x4C0: return 0x4CF;
+    case 0x1E9E: return 0xDF;
+    default: return c;
+  }
+}
+
+char32_t SimpleUpper(char32_t c) {
+  for (const OffsetRange& range : kOffsetRanges) {
+    if (c >= range.first + range.delta && c <= range.last + range.delta) return c - range.delta;
+  }
+  if (const PairedRange* range = FindPaired(c)) return UpperOfPaired(c, range->upper_is_even);
+  switch (c) {
+    case 0xFF: return 0x178;
+    case 0xB5: return 0x39C;
+    case 0x131: return 'I';
+    case 0x17F: return 'S';
+    case 0x3C2: return 0x3A3;
+    case 0x3AC: return 0x386;
+    case 0x3CC: return 0x38C;
+    case 0x4CF: return 0x4C0;
+    default: return c;
+  }
+}
+
+// The case mapping of one code point; `final_sigma` selects ς for a word-final Σ.
+void AppendMapped(char32_t c, bool upper, bool final_sigma, std::string* out) {
+  if (upper && c == 0xDF) {
+    out->append("SS");
+  } else if (upper && c == 0x149) {
+    out->append("\u02BCN");
+  } else if (upper) {
+    AppendUtf8(SimpleUpper(c), out);
+  } else if (c == 0x130) {
+    out->append("i\u0307");
+  } else {
+    AppendUtf8(c == 0x3A3 && final_sigma ? 0x3C2 : SimpleLower(c), out);
+  }
+}
+
+}  // namespace
+
+bool IsCased(char32_t c) { return SimpleUpper(c) != c || SimpleLower(c) != c || c == 0xDF; }
+bool IsLowerCase(char32_t c) { return SimpleUpper(c) != c || c == 0xDF; }
+bool IsUpperCase(char32_t c) { return SimpleLower(c) != c; }
+
+MarkedString PyCaseMap(const MarkedString& text, CaseMode mode) {
+  const std::string& source = text.text();
+  const std::vector<size_t> offsets = CodePointOffsets(source);
+  std::vector<char32_t> code_points(offsets.size() - 1);
+  for (size_t i = 0; i + 1 < offsets.size(); ++i) DecodeUtf8(source, offsets[i], &code_points[i]);
+  MarkedString out;
+  bool previous_cased = false;
+  for (size_t i = 0; i < code_points.size(); ++i) {
+    const char32_t c = code_points[i];
+    bool upper = false;
+    switch (mode) {
+      case CaseMode::kUpper: upper = true; break;
+      case CaseMode::kLower: upper = false; break;
+      case CaseMode::kTitle: upper = !previous_cased; break;
+      case CaseMode::kCapitalize: upper = i == 0; break;
+      case CaseMode::kSwap: upper = IsLowerCase(c); break;
+      case CaseMode::kJinjaTitle:
+        upper = i == 0 || IsPySpace(code_points[i - 1]) ||
+                std::u32string_view(U"-({[<").find(code_points[i - 1]) != std::u32string_view::npos;
+        break;
+    }
+    const bool final_sigma = i > 0 && IsCased(code_points[i - 1]) &&
+                             (i + 1 == code_points.size() || !IsCased(code_points[i + 1]));
+    std::string mapped;
+    if (c == kReplacement && offsets[i + 1] - offsets[i] == 1) {
+      mapped = source.substr(offsets[i], 1);  // an invalid byte stays as it is
+    } else {
+      AppendMapped(c, upper, final_sigma, &mapped);
+    }
+    out.Append(mapped, text.Substr(offsets[i], offsets[i + 1]).AnyUser());
+    previous_cased = IsCased(c);
   }
   return out;
 }
 
-std::string AsciiLower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
+std::string PyLower(std::string_view text) {
+  return PyCaseMap(MarkedString(std::string(text)), CaseMode::kLower).text();
 }
 
 }  // namespace mtplx::chat

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "chat/marked_string.h"
+
 namespace mtplx::chat {
 
 // Decodes the code point at `pos`; returns its byte length (>= 1). Bad bytes decode as U+FFFD.
@@ -45,8 +47,16 @@ std::string PyStringRepr(std::string_view text);
 // json.dumps(str): quoted, escaping '"', '\\' and controls; ensure_ascii escapes non-ASCII too.
 void AppendJsonString(std::string_view text, bool ensure_ascii, std::string* out);
 
-// ASCII case mapping (Python maps all of Unicode; non-ASCII letters are left unchanged here).
-std::string AsciiUpper(std::string_view text);
-std::string AsciiLower(std::string_view text);
+// Python's str.upper / lower / title / capitalize. Covered: Latin (Basic, Latin-1, Extended-A,
+// Extended Additional), Greek (with final sigma), Cyrillic, Armenian and fullwidth Latin, plus
+// the multi-character cases ß→SS and İ→i̇. Other scripts keep their case.
+// kJinjaTitle is Jinja's |title: words start after "-", whitespace and opening brackets.
+enum class CaseMode { kUpper, kLower, kTitle, kCapitalize, kSwap, kJinjaTitle };
+MarkedString PyCaseMap(const MarkedString& text, CaseMode mode);
+std::string PyLower(std::string_view text);
+// Whether the code point has a case (what str.title and str.islower look at).
+bool IsCased(char32_t code_point);
+bool IsLowerCase(char32_t code_point);
+bool IsUpperCase(char32_t code_point);
 
 }  // namespace mtplx::chat

@@ -96,56 +96,90 @@ Result<Value> Affix(const Value& self, const CallArgs& args, bool prefix) {
 Result<Value> StartsWithMethod(const Value& self, const CallArgs& args) { return Affix(self, args, true); }
 Result<Value> EndsWithMethod(const Value& self, const CallArgs& args) { return Affix(self, args, false); }
 
-// Case mappings keep byte positions (ASCII only), so the marks stay valid.
-Value MapText(const Value& self, std::string text) {
-  MarkedString out = self.AsString();
-  MarkedString mapped(std::move(text));
-  MarkedString result;
-  size_t pos = 0;
-  for (const ByteSpan& span : out.user_spans()) {
-    result.Append(mapped.text().substr(pos, span.begin - pos), false);
-    result.Append(mapped.text().substr(span.begin, span.end - span.begin), true);
-    pos = span.end;
-  }
-  result.Append(mapped.text().substr(pos), false);
-  return Value::String(std::move(result));
+Result<Value> CaseMap(const Value& self, const CallArgs& args, CaseMode mode) {
+  MTPLX_RETURN_IF_ERROR(CheckArity("upper", args, 0));
+  return Value::String(PyCaseMap(self.AsString(), mode));
 }
 
 Result<Value> Upper(const Value& self, const CallArgs& args) {
-  MTPLX_RETURN_IF_ERROR(CheckArity("upper", args, 0));
-  return MapText(self, AsciiUpper(self.text()));
+  return CaseMap(self, args, CaseMode::kUpper);
 }
-
 Result<Value> Lower(const Value& self, const CallArgs& args) {
-  MTPLX_RETURN_IF_ERROR(CheckArity("lower", args, 0));
-  return MapText(self, AsciiLower(self.text()));
+  return CaseMap(self, args, CaseMode::kLower);
 }
-
-std::string TitleCase(std::string_view text, bool only_first) {
-  std::string out(text);
-  bool word_start = true;
-  for (char& c : out) {
-    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (letter) {
-      const bool upper = word_start;
-      if (upper && c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-      if (!upper && c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-      word_start = false;
-    } else if (!only_first) {
-      word_start = !(static_cast<unsigned char>(c) >= 0x80 || (c >= '0' && c <= '9'));
-    }
-  }
-  return out;
-}
-
 Result<Value> Title(const Value& self, const CallArgs& args) {
-  MTPLX_RETURN_IF_ERROR(CheckArity("title", args, 0));
-  return MapText(self, TitleCase(self.text(), false));
+  return CaseMap(self, args, CaseMode::kTitle);
+}
+Result<Value> Capitalize(const Value& self, const CallArgs& args) {
+  return CaseMap(self, args, CaseMode::kCapitalize);
 }
 
-Result<Value> Capitalize(const Value& self, const CallArgs& args) {
-  MTPLX_RETURN_IF_ERROR(CheckArity("capitalize", args, 0));
-  return MapText(self, TitleCase(self.text(), true));
+Result<Value> SwapCase(const Value& self, const CallArgs& args) {
+  return CaseMap(self, args, CaseMode::kSwap);
+}
+
+// partition / rpartition: (head, sep, tail).
+Result<Value> PartitionImpl(const Value& self, const CallArgs& args, bool from_right) {
+  MTPLX_RETURN_IF_ERROR(CheckArity("partition", args, 1));
+  MTPLX_ASSIGN_OR_RETURN(const Value* sep, RequiredString(args, 0, "sep", "partition"));
+  if (sep->text().empty()) return InvalidArgument("ValueError: empty separator");
+  const MarkedString& text = self.AsString();
+  const size_t found = from_right ? text.text().rfind(sep->text()) : text.text().find(sep->text());
+  if (found == std::string::npos) {
+    const Value empty = Value::String("");
+    return from_right ? Value::Tuple({empty, empty, self}) : Value::Tuple({self, empty, empty});
+  }
+  const size_t after = found + sep->text().size();
+  return Value::Tuple({Value::String(text.Substr(0, found)),
+                       Value::String(text.Substr(found, after)),
+                       Value::String(text.Substr(after, text.size()))});
+}
+
+Result<Value> Partition(const Value& self, const CallArgs& args) {
+  return PartitionImpl(self, args, false);
+}
+Result<Value> RPartition(const Value& self, const CallArgs& args) {
+  return PartitionImpl(self, args, true);
+}
+
+// ljust / rjust / center / zfill: pad to a width in code points.
+Result<Value> Pad(const Value& self, const CallArgs& args, int where) {
+  MTPLX_RETURN_IF_ERROR(CheckArity("ljust", args, where == 3 ? 1 : 2));
+  MTPLX_ASSIGN_OR_RETURN(const long long width, OptionalInt(args.Get(0, "width"), 0));
+  std::string fill = where == 3 ? "0" : " ";
+  if (const Value* arg = args.Get(1, "fillchar")) {
+    if (!arg->is_string() || CodePointCount(arg->text()) != 1) {
+      return TypeError("The fill character must be exactly one character long");
+    }
+    fill = arg->text();
+  }
+  const long long length = static_cast<long long>(CodePointCount(self.text()));
+  const long long missing = std::clamp(width - length, 0LL, 1LL << 24);
+  long long left = where == 0 ? 0 : where == 1 ? missing : missing / 2 + (missing & width & 1);
+  if (where == 3) left = missing;
+  std::string left_pad;
+  std::string right_pad;
+  for (long long i = 0; i < left; ++i) left_pad += fill;
+  for (long long i = left; i < missing; ++i) right_pad += fill;
+  MarkedString out;
+  const MarkedString& text = self.AsString();
+  size_t sign = 0;
+  if (where == 3 && !text.empty() && (text.text()[0] == '-' || text.text()[0] == '+')) sign = 1;
+  out.Append(text.Substr(0, sign));
+  out.Append(left_pad);
+  out.Append(text.Substr(sign, text.size()));
+  out.Append(right_pad);
+  return Value::String(std::move(out));
+}
+
+Result<Value> LJust(const Value& self, const CallArgs& args) { return Pad(self, args, 0); }
+Result<Value> RJust(const Value& self, const CallArgs& args) { return Pad(self, args, 1); }
+Result<Value> Center(const Value& self, const CallArgs& args) { return Pad(self, args, 2); }
+Result<Value> ZFill(const Value& self, const CallArgs& args) { return Pad(self, args, 3); }
+
+Result<Value> IsAscii(const Value& self, const CallArgs& args) {
+  MTPLX_RETURN_IF_ERROR(CheckArity("isascii", args, 0));
+  return Value::Bool(chat::IsAscii(self.text()));
 }
 
 Result<Value> Replace(const Value& self, const CallArgs& args) {
@@ -227,6 +261,12 @@ Result<Value> RFind(const Value& self, const CallArgs& args) {
 
 Result<Value> Index(const Value& self, const CallArgs& args) {
   MTPLX_ASSIGN_OR_RETURN(const long long index, FindImpl(self, args, false));
+  if (index < 0) return InvalidArgument("ValueError: substring not found");
+  return Value::Int(index);
+}
+
+Result<Value> RIndex(const Value& self, const CallArgs& args) {
+  MTPLX_ASSIGN_OR_RETURN(const long long index, FindImpl(self, args, true));
   if (index < 0) return InvalidArgument("ValueError: substring not found");
   return Value::Int(index);
 }
@@ -336,20 +376,18 @@ Result<Value> AllCodePoints(const Value& self, const CallArgs& args) {
 }
 
 bool IsDigitCp(char32_t c) { return c >= '0' && c <= '9'; }
-bool IsAlphaCp(char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0xC0; }
+bool IsAlphaCp(char32_t c) { return IsCased(c) || c >= 0x2E80; }  // cased letters and CJK
 bool IsAlnumCp(char32_t c) { return IsDigitCp(c) || IsAlphaCp(c); }
 
 // islower/isupper: at least one cased character and none of the other case.
 Result<Value> CaseCheck(const Value& self, bool want_lower) {
   bool cased = false;
-  for (char c : self.text()) {
-    if (c >= 'a' && c <= 'z') {
-      if (!want_lower) return Value::Bool(false);
-      cased = true;
-    } else if (c >= 'A' && c <= 'Z') {
-      if (want_lower) return Value::Bool(false);
-      cased = true;
-    }
+  const std::string& text = self.text();
+  for (size_t pos = 0; pos < text.size();) {
+    char32_t c;
+    pos += DecodeUtf8(text, pos, &c);
+    if (want_lower ? IsUpperCase(c) : IsLowerCase(c)) return Value::Bool(false);
+    cased |= IsCased(c);
   }
   return Value::Bool(cased);
 }
@@ -369,6 +407,10 @@ Result<Value> RemoveAffix(const Value& self, const CallArgs& args, bool prefix) 
 Result<Value> RemovePrefix(const Value& self, const CallArgs& args) { return RemoveAffix(self, args, true); }
 Result<Value> RemoveSuffix(const Value& self, const CallArgs& args) { return RemoveAffix(self, args, false); }
 
+Result<Value> Unsupported(const Value&, const CallArgs&) {
+  return Unimplemented("this str method is not supported in chat templates");
+}
+
 struct NamedMethod {
   std::string_view name;
   MethodImpl impl;
@@ -376,33 +418,43 @@ struct NamedMethod {
 
 constexpr NamedMethod kStringMethods[] = {
     {"capitalize", Capitalize},
+    {"center", Center},
     {"count", Count},
     {"endswith", EndsWithMethod},
     {"find", Find},
     {"format", Format},
     {"index", Index},
+    {"isascii", IsAscii},
     {"isalnum", AllCodePoints<IsAlnumCp>},
     {"isalpha", AllCodePoints<IsAlphaCp>},
+    {"isdecimal", AllCodePoints<IsDigitCp>},
     {"isdigit", AllCodePoints<IsDigitCp>},
     {"islower", IsLower},
     {"isnumeric", AllCodePoints<IsDigitCp>},
     {"isspace", AllCodePoints<IsPySpace>},
     {"isupper", IsUpper},
     {"join", Join},
+    {"ljust", LJust},
     {"lower", Lower},
     {"lstrip", LStrip},
+    {"partition", Partition},
     {"removeprefix", RemovePrefix},
     {"removesuffix", RemoveSuffix},
     {"replace", Replace},
     {"rfind", RFind},
+    {"rindex", RIndex},
+    {"rjust", RJust},
+    {"rpartition", RPartition},
     {"rsplit", RSplit},
     {"rstrip", RStrip},
     {"split", Split},
     {"splitlines", SplitLines},
     {"startswith", StartsWithMethod},
     {"strip", StripBoth},
+    {"swapcase", SwapCase},
     {"title", Title},
     {"upper", Upper},
+    {"zfill", ZFill},
 };
 
 }  // namespace
@@ -410,6 +462,13 @@ constexpr NamedMethod kStringMethods[] = {
 MethodImpl FindStringMethod(std::string_view name) {
   for (const NamedMethod& method : kStringMethods) {
     if (method.name == name) return method.impl;
+  }
+  // Python has these too; they exist (`is defined` holds) but calling them is refused.
+  static constexpr std::string_view kUnsupported[] = {
+      "casefold", "encode", "expandtabs", "format_map", "isidentifier",
+      "isprintable", "istitle", "maketrans", "translate"};
+  for (std::string_view unsupported : kUnsupported) {
+    if (unsupported == name) return Unsupported;
   }
   return nullptr;
 }

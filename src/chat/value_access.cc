@@ -244,6 +244,12 @@ Result<Value> GetAttr(const Value& object, std::string_view name) {
   return MissingAttribute(object, PyStringRepr(name));
 }
 
+Result<Value> GetPythonAttr(const Value& object, std::string_view name) {
+  if (object.is_undefined()) return UndefinedError(object);
+  if (std::optional<Value> attribute = PythonAttribute(object, name)) return *attribute;
+  return MissingAttribute(object, PyStringRepr(name));
+}
+
 Result<Value> GetItem(const Value& object, const Value& key) {
   if (object.is_undefined()) return UndefinedError(object);
   if (object.is_dict() && key.is_string()) {

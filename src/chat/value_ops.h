@@ -42,6 +42,8 @@ Result<Value> EvalUnary(ExprKind kind, const Value& value);
 
 // Jinja's sandboxed environment.getattr (obj.name) and getitem (obj[key]).
 Result<Value> GetAttr(const Value& object, std::string_view name);
+// Python's getattr alone, without Jinja's fallback to obj[name] (the |attr filter).
+Result<Value> GetPythonAttr(const Value& object, std::string_view name);
 Result<Value> GetItem(const Value& object, const Value& key);
 // obj[start:stop:step]; any bound may be None/undefined.
 Result<Value> GetSlice(const Value& object, const Value& start, const Value& stop,

@@ -14,7 +14,9 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "engine/generator.h"
+#include "chat/chat_template.h"
 #include "engine/mtp_check.h"
+#include "engine/prompt.h"
 #include "engine/speculative.h"
 #include "io/generation_config.h"
 #include "model/model.h"
@@ -41,6 +43,7 @@ struct RunOptions {
   double draft_temperature = -1, draft_top_p = -1;
   int draft_top_k = -1;
   std::string mtp_hidden = "post";
+  std::string think = "auto";  // enable_thinking: auto (template default) | on | off
 };
 
 // The speculative outcome of one run, for the stats line and --json.
@@ -93,27 +96,17 @@ Mode ChooseMode(const model::Model& m, const tokenizer::Tokenizer& tok, const Ru
   return mode;
 }
 
-// ChatML as the Qwen templates render a plain conversation with a generation prompt. Template
-// text is encoded with special tokens enabled; user text never is, so it cannot forge them.
-std::vector<int32_t> EncodeChat(const tokenizer::Tokenizer& tok, const RunOptions& o) {
-  std::vector<int32_t> ids;
-  auto special = [&](const std::string& s) {
-    auto part = tok.Encode(s, true);
-    ids.insert(ids.end(), part.begin(), part.end());
-  };
-  auto plain = [&](const std::string& s) {
-    auto part = tok.Encode(s, false);
-    ids.insert(ids.end(), part.begin(), part.end());
-  };
-  if (!o.system.empty()) {
-    special("<|im_start|>system\n");
-    plain(o.system);
-    special("<|im_end|>\n");
-  }
-  special("<|im_start|>user\n");
-  plain(o.prompt);
-  special("<|im_end|>\n<|im_start|>assistant\n");
-  return ids;
+// The prompt as the model's chat template renders it (system + user turn + generation prompt).
+Result<std::vector<int32_t>> EncodeChat(const std::string& model_dir,
+                                        const tokenizer::Tokenizer& tok, const RunOptions& o) {
+  MTPLX_ASSIGN_OR_RETURN(chat::ChatTemplate chat_template, chat::ChatTemplate::FromModelDir(model_dir));
+  chat::Conversation conversation;
+  if (!o.system.empty()) conversation.messages.push_back({.role = "system", .content = o.system});
+  conversation.messages.push_back({.role = "user", .content = o.prompt});
+  chat::RenderOptions options;
+  options.add_generation_prompt = true;
+  if (o.think != "auto") options.enable_thinking = o.think == "on";
+  return engine::BuildPrompt(chat_template, tok, conversation, options);
 }
 
 Result<std::string> ReadPrompt(const std::string& prompt) {
@@ -144,7 +137,9 @@ int RunGenerate(RunOptions o) {
   if (!loaded.ok()) return ReportError(loaded.status().message());
 
   engine::GenerateRequest request;
-  request.prompt = EncodeChat(*tok, o);
+  auto prompt_ids = EncodeChat(o.model_dir, *tok, o);
+  if (!prompt_ids.ok()) return ReportError(prompt_ids.status().message());
+  request.prompt = std::move(prompt_ids).value();
   request.max_tokens = o.max_tokens;
   request.seed = o.seed;
   request.stop_ids = defaults->stop_ids;
@@ -249,6 +244,8 @@ Runner AddRunCommand(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--draft-top-k", o->draft_top_k, "Draft sampler top-k")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--think", o->think, "Reasoning: auto (template default) | on | off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--mtp-hidden", o->mtp_hidden, "Trunk hidden fed to the MTP head: post | pre")
       ->check(CLI::IsMember({"post", "pre"}));
   return [o] { return RunGenerate(*o); };

@@ -47,6 +47,7 @@ Status SafetensorsWriter::Begin() {
 Status SafetensorsWriter::Append(const void* data, uint64_t bytes) {
   MTPLX_CHECK(file_, "Append before Begin");
   if (written_ + bytes > total_) return Internal(StrCat(path_, ": more bytes than declared"));
+  if (bytes == 0) return Status::Ok();  // empty tensors: `data` may be null, which fwrite forbids
   if (std::fwrite(data, 1, bytes, file_) != bytes)
     return DataLoss(StrCat(path_, ": write failed (", std::strerror(errno), ")"));
   written_ += bytes;

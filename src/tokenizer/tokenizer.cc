@@ -147,6 +147,34 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool allow_special
   return ids;
 }
 
+std::vector<int32_t> Tokenizer::EncodeMarked(
+    std::string_view text, std::span<const std::pair<size_t, size_t>> user_spans) const {
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3 + 4);
+  EncodeState state;
+  state.ids = &ids;
+  auto overlaps_user = [&](size_t begin, size_t end) {
+    for (const auto& [b, e] : user_spans)
+      if (begin < e && b < end) return true;
+    return false;
+  };
+  size_t pos = 0, search = 0;
+  while (search < text.size()) {
+    const AddedTokenMatcher::Match match = added_matcher_.FindNext(text, search);
+    if (match.token == nullptr) break;
+    const size_t end = match.position + match.token->content.size();
+    if (overlaps_user(match.position, end)) {
+      search = match.position + 1;  // user text: not a token here
+      continue;
+    }
+    EncodeSegment(text.substr(pos, match.position - pos), &state);
+    ids.push_back(match.token->id);
+    pos = search = end;
+  }
+  EncodeSegment(text.substr(pos), &state);
+  return ids;
+}
+
 void Tokenizer::EncodeSegment(std::string_view segment, EncodeState* state) const {
   if (segment.empty()) return;
   std::string_view text = segment;

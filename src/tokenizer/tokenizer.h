@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -38,6 +39,14 @@ class Tokenizer {
   // allow_special=false (user content): "<|im_end|>" is encoded as ordinary text, so users
   // cannot inject control tokens. Any bytes are accepted, including invalid UTF-8.
   std::vector<int32_t> Encode(std::string_view text, bool allow_special) const;
+
+  // Encodes rendered chat-template text: added tokens are matched everywhere except inside
+  // `user_spans` (sorted, disjoint [begin, end) byte ranges of text that came from user input),
+  // so a user cannot forge <|im_start|> and friends. Splitting only at the accepted matches keeps
+  // the result identical to Hugging Face's whole-string encoding whenever no user span contains
+  // added-token text.
+  std::vector<int32_t> EncodeMarked(std::string_view text,
+                                    std::span<const std::pair<size_t, size_t>> user_spans) const;
 
   // Concatenates the tokens' bytes and repairs invalid UTF-8 with U+FFFD (as Hugging Face's
   // decode does). Unknown ids are skipped; skip_special_tokens drops tokens flagged special.

@@ -83,12 +83,7 @@ TEST_P(GreedyEqualityTest, OracleDrafts) { ExpectGreedyEquality(GetParam(), 50, 
 
 INSTANTIATE_TEST_SUITE_P(Presets, GreedyEqualityTest,
                          ::testing::Values("dense-tiny", "moe-tiny", "next-tiny"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+                         testing::PresetTestName<::testing::TestParamInfo<std::string>>);
 
 TEST(SpeculativeTest, RejectsBadDepthAndEmptyPrompt) {
   auto m = LoadPreset("dense-tiny");

@@ -814,6 +814,21 @@ TEST_F(GenerationDefaultsTest, RuntimeSamplerOverridesGenerationConfig) {
   EXPECT_DOUBLE_EQ(e.temperature, 1.0);
 }
 
+TEST_F(GenerationDefaultsTest, MtpDepthFromRuntimeFile) {
+  EXPECT_EQ(Load().mtp_depth, 2);
+  Write("mtplx_runtime.json", {{"recommended_mtp_depth", 3}});
+  EXPECT_EQ(Load().mtp_depth, 3);
+  Write("mtplx_runtime.json", {{"recommended_mtp_depth", 3}, {"mtp_depth_default", 1}});
+  EXPECT_EQ(Load().mtp_depth, 1);  // mtp_depth_default is read last
+  Write("mtplx_runtime.json", {{"mtp_depth_default", 9}});
+  EXPECT_EQ(Load().mtp_depth, 4);  // clamped to [1, 4]
+  Write("mtplx_runtime.json", {{"mtp_depth_default", -2}});
+  EXPECT_EQ(Load().mtp_depth, 1);
+  Write("mtplx_runtime.json", {{"mtp_depth_default", "3"}, {"recommended_mtp_depth", 2.5}});
+  EXPECT_EQ(Load().mtp_depth, 2);  // mistyped: ignored
+  EXPECT_EQ(Load().source, "built-in");  // no sampler object
+}
+
 TEST_F(GenerationDefaultsTest, MistypedSamplerValuesAreIgnored) {
   Write("generation_config.json", {{"temperature", "hot"}, {"top_k", 2.5}, {"top_p", nullptr}});
   const GenerationDefaults d = Load();

@@ -156,12 +156,7 @@ TEST(QuantizedTest, QuantizedCopiesTrackTheBf16Model) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, PresetTest,
                          ::testing::Values("dense-tiny", "moe-tiny", "next-tiny"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+                         testing::PresetTestName<::testing::TestParamInfo<std::string>>);
 
 TEST(ForwardTest, RejectsTokensOutsideTheVocabulary) {
   auto m = LoadPreset("dense-tiny");

@@ -191,12 +191,7 @@ TEST_P(ReferenceTest, SplitPrefillCarriesStateLikeTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, ReferenceTest,
                          ::testing::Values("dense-tiny", "moe-tiny", "next-tiny"),
-                         [](const auto& param_info) {
-                           std::string name = param_info.param;
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+                         testing::PresetTestName<::testing::TestParamInfo<std::string>>);
 
 }  // namespace
 }  // namespace mtplx::model
