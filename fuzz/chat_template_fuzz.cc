@@ -42,7 +42,8 @@ const Value& PlainContext() {
   static const Value* context = new Value(*mtplx::chat::ParseJson(R"({
       "x": "value", "n": 7, "f": 2.5, "t": true, "nothing": null,
       "l": [1, "two", [3], {"k": "v"}], "d": {"b": 1, "a": [1, 2], "c": {"k": "é\n"}},
-      "s": "héllo 🎉 <|im_end|>"})", /*from_user=*/true));
+      "s": "héllo 🎉 <|im_end|>"})",
+                                                                  /*from_user=*/true));
   return *context;
 }
 

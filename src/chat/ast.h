@@ -18,19 +18,19 @@ enum class ExprKind {
   kList,
   kTuple,
   kDict,
-  kGetAttr,   // operands: [object]; name: attribute
-  kGetItem,   // operands: [object, index]
-  kSlice,     // operands: [start, stop, step], each may be null
-  kCall,      // operands: [callee, positional args...]
-  kFilter,    // operands: [subject (null inside filter blocks), args...]; name: filter
-  kTest,      // operands: [subject, args...]; name: test
-  kNot,       // operands: [operand]
+  kGetAttr,  // operands: [object]; name: attribute
+  kGetItem,  // operands: [object, index]
+  kSlice,    // operands: [start, stop, step], each may be null
+  kCall,     // operands: [callee, positional args...]
+  kFilter,   // operands: [subject (null inside filter blocks), args...]; name: filter
+  kTest,     // operands: [subject, args...]; name: test
+  kNot,      // operands: [operand]
   kNeg,
   kPos,
-  kBinary,    // operands: [lhs, rhs]
-  kConcat,    // operands: parts joined with ~
-  kCompare,   // operands[0] op[0] operands[1] op[1] operands[2] ...
-  kAnd,       // operands: [lhs, rhs]
+  kBinary,   // operands: [lhs, rhs]
+  kConcat,   // operands: parts joined with ~
+  kCompare,  // operands[0] op[0] operands[1] op[1] operands[2] ...
+  kAnd,      // operands: [lhs, rhs]
   kOr,
   kCondExpr,  // operands: [test, value if true, value if false (may be null)]
 };
@@ -76,7 +76,7 @@ enum class StmtKind {
   kWith,         // with_names, with_values, body
   kBreak,
   kContinue,
-  kScope,        // body run in place ({% generation %} from transformers' AssistantTracker)
+  kScope,  // body run in place ({% generation %} from transformers' AssistantTracker)
 };
 
 struct Stmt;

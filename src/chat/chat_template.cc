@@ -60,8 +60,8 @@ Result<Value> ContextFromJson(std::string_view json_text) {
   auto data = std::make_shared<DictData>();
   for (size_t i = 0; i < trusted.AsDict().entries.size(); ++i) {
     const auto& [key, value] = trusted.AsDict().entries[i];
-    const bool is_input = key.text() == "messages" || key.text() == "tools" ||
-                          key.text() == "documents";
+    const bool is_input =
+        key.text() == "messages" || key.text() == "tools" || key.text() == "documents";
     data->entries.emplace_back(key, is_input ? user.AsDict().entries[i].second : value);
   }
   return Value::Dict(std::move(data));
@@ -81,7 +81,8 @@ RenderedPrompt RenderedPrompt::FromMarked(const MarkedString& marked) {
   prompt.user_spans = marked.user_spans();
   size_t pos = 0;
   for (const ByteSpan& span : marked.user_spans()) {
-    if (span.begin > pos) prompt.segments.push_back({prompt.text.substr(pos, span.begin - pos), false});
+    if (span.begin > pos)
+      prompt.segments.push_back({prompt.text.substr(pos, span.begin - pos), false});
     prompt.segments.push_back({prompt.text.substr(span.begin, span.end - span.begin), true});
     pos = span.end;
   }
@@ -120,8 +121,9 @@ Result<ChatTemplate> ChatTemplate::FromModelDir(const std::string& dir) {
   if (FileExists(config_path)) {
     MTPLX_ASSIGN_OR_RETURN(config_text, ReadTextFile(config_path));
   }
-  Result<ChatTemplate> loaded = NotFound(StrCat(dir, ": no chat_template.jinja, chat_template.json"
-                                                     " or tokenizer_config.json"));
+  Result<ChatTemplate> loaded = NotFound(StrCat(dir,
+                                                ": no chat_template.jinja, chat_template.json"
+                                                " or tokenizer_config.json"));
   if (FileExists(jinja_path)) {
     MTPLX_ASSIGN_OR_RETURN(std::string source, ReadTextFile(jinja_path));
     loaded = FromString(std::move(source));

@@ -74,8 +74,7 @@ class ChatTemplate {
   Result<RenderedPrompt> Render(const Conversation& conversation,
                                 const RenderOptions& options) const;
   // Renders with an arbitrary context (a dict Value) as the template's variables.
-  Result<RenderedPrompt> RenderContext(const Value& context,
-                                       const RenderLimits& limits = {}) const;
+  Result<RenderedPrompt> RenderContext(const Value& context, const RenderLimits& limits = {}) const;
   // The same from a JSON object; strings under "messages", "tools" and "documents" are marked as
   // user input, the rest (flags, special tokens) is trusted.
   Result<RenderedPrompt> RenderJson(std::string_view context_json,

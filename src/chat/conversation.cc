@@ -22,14 +22,16 @@ Status OptionalString(const Value& dict, std::string_view key, std::string_view 
                       std::optional<std::string>* out) {
   const Value* value = Field(dict, key);
   if (IsNull(value)) return Status::Ok();
-  if (!value->is_string()) return InvalidArgument(StrCat(where, ": \"", key, "\" must be a string"));
+  if (!value->is_string())
+    return InvalidArgument(StrCat(where, ": \"", key, "\" must be a string"));
   *out = value->text();
   return Status::Ok();
 }
 
 // The URL of a media part: {"image": "u"}, {"image_url": "u"}, {"image_url": {"url": "u"}}.
 std::string MediaUrl(const Value& part, std::string_view kind) {
-  for (const std::string& key : {std::string(kind), std::string(kind) + "_url", std::string("url")}) {
+  for (const std::string& key :
+       {std::string(kind), std::string(kind) + "_url", std::string("url")}) {
     const Value* value = Field(part, key);
     if (value == nullptr) continue;
     if (value->is_string()) return value->text();
@@ -108,8 +110,8 @@ Result<Message> ParseMessage(const Value& value, size_t index) {
   if (!role) return InvalidArgument(where + " has no \"role\"");
   message.role = *role;
   MTPLX_RETURN_IF_ERROR(ParseContent(Field(value, "content"), where, &message));
-  MTPLX_RETURN_IF_ERROR(OptionalString(value, "reasoning_content", where,
-                                       &message.reasoning_content));
+  MTPLX_RETURN_IF_ERROR(
+      OptionalString(value, "reasoning_content", where, &message.reasoning_content));
   MTPLX_RETURN_IF_ERROR(OptionalString(value, "tool_call_id", where, &message.tool_call_id));
   MTPLX_RETURN_IF_ERROR(OptionalString(value, "name", where, &message.name));
   if (const Value* calls = Field(value, "tool_calls"); !IsNull(calls)) {
@@ -120,11 +122,11 @@ Result<Message> ParseMessage(const Value& value, size_t index) {
       message.tool_calls.push_back(std::move(call));
     }
   }
-  static constexpr std::string_view kKnown[] = {"role", "content", "reasoning_content",
-                                                "tool_call_id", "name", "tool_calls"};
+  static constexpr std::string_view kKnown[] = {"role",         "content", "reasoning_content",
+                                                "tool_call_id", "name",    "tool_calls"};
   for (const auto& [key, item] : value.AsDict().entries) {
-    if (item.is_none() || std::find(std::begin(kKnown), std::end(kKnown), key.text()) !=
-                              std::end(kKnown)) {
+    if (item.is_none() ||
+        std::find(std::begin(kKnown), std::end(kKnown), key.text()) != std::end(kKnown)) {
       continue;
     }
     message.extra.emplace_back(key.text(), item);
@@ -154,7 +156,8 @@ Value PartValue(const ContentPart& part) {
 
 Value ToolCallValue(const ToolCall& call) {
   Entries function = {{MarkedString("name"), UserString(call.name)}};
-  if (!call.arguments.is_undefined()) function.emplace_back(MarkedString("arguments"), call.arguments);
+  if (!call.arguments.is_undefined())
+    function.emplace_back(MarkedString("arguments"), call.arguments);
   Entries entries;
   if (!call.id.empty()) entries.emplace_back(MarkedString("id"), UserString(call.id));
   entries.emplace_back(MarkedString("type"), UserString(call.type));

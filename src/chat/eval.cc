@@ -14,22 +14,28 @@ Result<Value> Interpreter::Eval(const Expr& expr, const ScopePtr& scope) {
 Result<Value> Interpreter::EvalExpr(const Expr& expr, const ScopePtr& scope) {
   MTPLX_RETURN_IF_ERROR(Step());
   switch (expr.kind) {
-    case ExprKind::kConst: return expr.constant;
+    case ExprKind::kConst:
+      return expr.constant;
     case ExprKind::kName: {
       const Value* value = scope->Find(expr.name);
       if (value != nullptr) return *value;
       return Value::Undefined(StrCat("'", expr.name, "' is undefined"));
     }
     case ExprKind::kList:
-    case ExprKind::kTuple: return EvalItems(expr, scope);
-    case ExprKind::kDict: return EvalDict(expr, scope);
+    case ExprKind::kTuple:
+      return EvalItems(expr, scope);
+    case ExprKind::kDict:
+      return EvalDict(expr, scope);
     case ExprKind::kGetAttr: {
       MTPLX_ASSIGN_OR_RETURN(const Value object, Eval(*expr.operands[0], scope));
       return GetAttr(object, expr.name);
     }
-    case ExprKind::kGetItem: return EvalGetItem(expr, scope);
-    case ExprKind::kSlice: return Unimplemented("a slice can only appear as a subscript");
-    case ExprKind::kCall: return EvalCall(expr, scope, nullptr);
+    case ExprKind::kGetItem:
+      return EvalGetItem(expr, scope);
+    case ExprKind::kSlice:
+      return Unimplemented("a slice can only appear as a subscript");
+    case ExprKind::kCall:
+      return EvalCall(expr, scope, nullptr);
     case ExprKind::kFilter: {
       MTPLX_ASSIGN_OR_RETURN(const Value subject, Eval(*expr.operands[0], scope));
       MTPLX_ASSIGN_OR_RETURN(const CallArgs args, EvalArgs(expr, 1, scope));
@@ -55,8 +61,10 @@ Result<Value> Interpreter::EvalExpr(const Expr& expr, const ScopePtr& scope) {
       MTPLX_ASSIGN_OR_RETURN(const Value rhs, Eval(*expr.operands[1], scope));
       return EvalBinary(expr.binary_op, lhs, rhs, limits_.max_output_bytes);
     }
-    case ExprKind::kConcat: return EvalConcat(expr, scope);
-    case ExprKind::kCompare: return EvalCompare(expr, scope);
+    case ExprKind::kConcat:
+      return EvalConcat(expr, scope);
+    case ExprKind::kCompare:
+      return EvalCompare(expr, scope);
     case ExprKind::kAnd:
     case ExprKind::kOr: {
       // Python returns the deciding operand, not a bool: {{ x or 'default' }}.
@@ -68,8 +76,9 @@ Result<Value> Interpreter::EvalExpr(const Expr& expr, const ScopePtr& scope) {
       MTPLX_ASSIGN_OR_RETURN(const Value test, Eval(*expr.operands[0], scope));
       if (test.Truthy()) return Eval(*expr.operands[1], scope);
       if (expr.operands[2]) return Eval(*expr.operands[2], scope);
-      return Value::Undefined("the inline if-expression evaluated to false and no else section "
-                              "was defined.");
+      return Value::Undefined(
+          "the inline if-expression evaluated to false and no else section "
+          "was defined.");
     }
   }
   return Internal("unknown expression kind");
@@ -157,8 +166,8 @@ Result<CallArgs> Interpreter::EvalArgs(const Expr& expr, size_t first, const Sco
   if (expr.dyn_kwargs) {
     MTPLX_ASSIGN_OR_RETURN(const Value extra, Eval(*expr.dyn_kwargs, scope));
     if (!extra.is_dict()) {
-      return InvalidArgument(StrCat("TypeError: argument after ** must be a mapping, not ",
-                                    TypeName(extra)));
+      return InvalidArgument(
+          StrCat("TypeError: argument after ** must be a mapping, not ", TypeName(extra)));
     }
     for (const auto& [key, value] : extra.AsDict().entries) {
       args.keyword.emplace_back(key.text(), value);

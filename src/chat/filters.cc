@@ -91,12 +91,23 @@ Result<Value> FilterEscape(Interpreter&, const Value& subject, const CallArgs&) 
   std::string out;
   for (char c : text.text()) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return Value::String(MarkedString(std::move(out), text.AnyUser()));
@@ -172,11 +183,12 @@ Result<Value> FilterInt(Interpreter&, const Value& subject, const CallArgs& args
     return Value::Int(static_cast<int64_t>(d));
   }
   if (subject.is_string()) {
-    if (auto value = ParsePyInt(subject.text(), base.is_int() ? static_cast<int>(base.AsInt()) : 10)) {
+    if (auto value =
+            ParsePyInt(subject.text(), base.is_int() ? static_cast<int>(base.AsInt()) : 10)) {
       return Value::Int(*value);
     }
-    if (auto value = ParsePyFloat(subject.text()); value && std::isfinite(*value) &&
-                                                    std::fabs(*value) < 9.2e18) {
+    if (auto value = ParsePyFloat(subject.text());
+        value && std::isfinite(*value) && std::fabs(*value) < 9.2e18) {
       return Value::Int(static_cast<int64_t>(*value));
     }
   }

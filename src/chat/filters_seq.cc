@@ -111,11 +111,10 @@ Result<Value> LookupAttribute(const Value& item, std::string_view path,
                               const std::optional<Value>& fallback) {
   Value current = item;
   for (const std::string& part : StrSplit(path, '.')) {
-    const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
-      return c >= '0' && c <= '9';
-    });
-    const Value key = numeric ? Value::Int(std::strtoll(part.c_str(), nullptr, 10))
-                              : Value::String(part);
+    const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(),
+                                                      [](char c) { return c >= '0' && c <= '9'; });
+    const Value key =
+        numeric ? Value::Int(std::strtoll(part.c_str(), nullptr, 10)) : Value::String(part);
     MTPLX_ASSIGN_OR_RETURN(current, GetItem(current, key));
   }
   if (fallback && current.is_undefined()) return *fallback;
@@ -240,8 +239,8 @@ Result<Value> FilterSum(Interpreter& in, const Value& subject, const CallArgs& a
       MTPLX_ASSIGN_OR_RETURN(term, LookupAttribute(item, ToStr(attribute).text()));
     }
     if (term.is_string()) return TypeError("unsupported operand type(s) for +: 'int' and 'str'");
-    MTPLX_ASSIGN_OR_RETURN(total, EvalBinary(BinaryOp::kAdd, total, term,
-                                             in.limits().max_output_bytes));
+    MTPLX_ASSIGN_OR_RETURN(total,
+                           EvalBinary(BinaryOp::kAdd, total, term, in.limits().max_output_bytes));
   }
   return total;
 }

@@ -45,8 +45,10 @@ Result<Value> Range(Interpreter&, const CallArgs& args) {
   const long double span = static_cast<long double>(stop) - static_cast<long double>(start);
   const long double count = span / step;
   if (count > kMaxRange) {
-    return InvalidArgument(StrCat("OverflowError: Range too big. The sandbox blocks ranges larger "
-                                  "than MAX_RANGE (", kMaxRange, ")."));
+    return InvalidArgument(
+        StrCat("OverflowError: Range too big. The sandbox blocks ranges larger "
+               "than MAX_RANGE (",
+               kMaxRange, ")."));
   }
   std::vector<Value> items;
   for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
@@ -89,9 +91,10 @@ Result<Value> Namespace(Interpreter& interpreter, const CallArgs& args) {
   MTPLX_RETURN_IF_ERROR(FillDict(args, data.get()));
   for (const auto& [key, value] : data->entries) {
     if (StartsWith(key.text(), "_")) {
-      return InvalidArgument(StrCat("SecurityError: Chat templates cannot store "
-                                    "underscore-prefixed attributes on a namespace, but got '",
-                                    key.text(), "'. Please rename the attribute."));
+      return InvalidArgument(
+          StrCat("SecurityError: Chat templates cannot store "
+                 "underscore-prefixed attributes on a namespace, but got '",
+                 key.text(), "'. Please rename the attribute."));
     }
   }
   return interpreter.NewNamespace(std::move(data));
@@ -122,10 +125,8 @@ std::vector<std::pair<std::string, Value>> BuiltinGlobals() {
   const auto make = [](std::string_view name, internal::Impl impl) {
     return std::make_pair(std::string(name), Value::Func(std::make_shared<Builtin>(name, impl)));
   };
-  return {make("range", internal::Range),
-          make("dict", internal::Dict),
-          make("namespace", internal::Namespace),
-          make("raise_exception", internal::RaiseException),
+  return {make("range", internal::Range), make("dict", internal::Dict),
+          make("namespace", internal::Namespace), make("raise_exception", internal::RaiseException),
           make("strftime_now", internal::StrftimeNow)};
 }
 

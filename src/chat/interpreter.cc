@@ -111,8 +111,8 @@ Status Interpreter::CheckSize(size_t size) const {
 
 Status Interpreter::Step() {
   if (++steps_ > limits_.max_steps) {
-    return ResourceExhausted(StrCat("render exceeded the step limit of ", limits_.max_steps,
-                                    " (an endless loop?)"));
+    return ResourceExhausted(
+        StrCat("render exceeded the step limit of ", limits_.max_steps, " (an endless loop?)"));
   }
   return Status::Ok();
 }
@@ -163,8 +163,10 @@ Result<Interpreter::Flow> Interpreter::ExecStmt(const Stmt& stmt, const ScopePtr
       MTPLX_RETURN_IF_ERROR(Emit(ToStr(value), out));
       return Flow::kNormal;
     }
-    case StmtKind::kIf: return ExecIf(stmt, scope, out);
-    case StmtKind::kFor: return ExecFor(stmt, scope, out);
+    case StmtKind::kIf:
+      return ExecIf(stmt, scope, out);
+    case StmtKind::kFor:
+      return ExecFor(stmt, scope, out);
     case StmtKind::kSet: {
       MTPLX_ASSIGN_OR_RETURN(const Value value, Eval(*stmt.expr, scope));
       MTPLX_RETURN_IF_ERROR(Assign(stmt.target, value, scope.get()));
@@ -194,9 +196,12 @@ Result<Interpreter::Flow> Interpreter::ExecStmt(const Stmt& stmt, const ScopePtr
     case StmtKind::kWith:
       MTPLX_RETURN_IF_ERROR(ExecWith(stmt, scope, out));
       return Flow::kNormal;
-    case StmtKind::kBreak: return Flow::kBreak;
-    case StmtKind::kContinue: return Flow::kContinue;
-    case StmtKind::kScope: return ExecBody(stmt.body, scope, out);
+    case StmtKind::kBreak:
+      return Flow::kBreak;
+    case StmtKind::kContinue:
+      return Flow::kContinue;
+    case StmtKind::kScope:
+      return ExecBody(stmt.body, scope, out);
   }
   return Flow::kNormal;
 }
@@ -284,10 +289,9 @@ Status Interpreter::Assign(const AssignTarget& target, const Value& value, Scope
     case AssignTarget::Kind::kTuple: {
       MTPLX_ASSIGN_OR_RETURN(const std::vector<Value> parts, Iterate(value));
       if (parts.size() != target.names.size()) {
-        return InvalidArgument(
-            StrCat("ValueError: ", parts.size() > target.names.size() ? "too many" : "not enough",
-                   " values to unpack (expected ", target.names.size(), ", got ", parts.size(),
-                   ")"));
+        return InvalidArgument(StrCat(
+            "ValueError: ", parts.size() > target.names.size() ? "too many" : "not enough",
+            " values to unpack (expected ", target.names.size(), ", got ", parts.size(), ")"));
       }
       for (size_t i = 0; i < parts.size(); ++i) scope->Set(target.names[i], parts[i]);
       return Status::Ok();
@@ -298,9 +302,10 @@ Status Interpreter::Assign(const AssignTarget& target, const Value& value, Scope
         return InvalidArgument("cannot assign attribute on non-namespace object");
       }
       if (StartsWith(target.attr, "_")) {
-        return InvalidArgument(StrCat("SecurityError: Chat templates cannot store "
-                                      "underscore-prefixed attributes on a namespace, but got '",
-                                      target.attr, "'. Please rename the attribute."));
+        return InvalidArgument(
+            StrCat("SecurityError: Chat templates cannot store "
+                   "underscore-prefixed attributes on a namespace, but got '",
+                   target.attr, "'. Please rename the attribute."));
       }
       ns->AsNamespace().Set(MarkedString(target.attr), value);
       return Status::Ok();
@@ -338,8 +343,7 @@ Result<Value> Interpreter::CallMacro(const MacroDef& macro, const ScopePtr& clos
                                      const CallArgs& args) {
   DepthCounter depth(&call_depth_);
   if (call_depth_ > limits_.max_call_depth) {
-    return ResourceExhausted(StrCat("macro calls are nested deeper than ",
-                                    limits_.max_call_depth));
+    return ResourceExhausted(StrCat("macro calls are nested deeper than ", limits_.max_call_depth));
   }
   auto scope = std::make_shared<Scope>(closure ? closure : globals_);
   const size_t first_default = macro.params.size() - macro.defaults.size();

@@ -20,8 +20,8 @@
 namespace mtplx::chat {
 
 struct RenderLimits {
-  int64_t max_steps = 20'000'000;            // statements and expressions evaluated
-  int max_call_depth = 100;                  // nested macro calls
+  int64_t max_steps = 20'000'000;              // statements and expressions evaluated
+  int max_call_depth = 100;                    // nested macro calls
   size_t max_output_bytes = size_t{64} << 20;  // output, and any single string or list
 };
 

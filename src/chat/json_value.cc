@@ -15,16 +15,21 @@ constexpr int kMaxDepth = 512;
 Result<Value> FromJson(const Json& node, bool from_user, int depth) {
   if (depth > kMaxDepth) return InvalidArgument("JSON is nested too deeply");
   switch (node.type()) {
-    case Json::value_t::null: return Value::None();
-    case Json::value_t::boolean: return Value::Bool(node.get<bool>());
-    case Json::value_t::number_integer: return Value::Int(node.get<int64_t>());
+    case Json::value_t::null:
+      return Value::None();
+    case Json::value_t::boolean:
+      return Value::Bool(node.get<bool>());
+    case Json::value_t::number_integer:
+      return Value::Int(node.get<int64_t>());
     case Json::value_t::number_unsigned: {
       const uint64_t value = node.get<uint64_t>();
       if (value > static_cast<uint64_t>(INT64_MAX)) return Value::Float(static_cast<double>(value));
       return Value::Int(static_cast<int64_t>(value));
     }
-    case Json::value_t::number_float: return Value::Float(node.get<double>());
-    case Json::value_t::string: return Value::String(node.get<std::string>(), from_user);
+    case Json::value_t::number_float:
+      return Value::Float(node.get<double>());
+    case Json::value_t::string:
+      return Value::String(node.get<std::string>(), from_user);
     case Json::value_t::array: {
       std::vector<Value> items;
       items.reserve(node.size());
@@ -43,7 +48,8 @@ Result<Value> FromJson(const Json& node, bool from_user, int depth) {
       }
       return Value::Dict(std::move(data));
     }
-    default: return InvalidArgument("unsupported JSON value (binary)");
+    default:
+      return InvalidArgument("unsupported JSON value (binary)");
   }
 }
 

@@ -71,8 +71,8 @@ class Lexer {
   }
 
   Status Error(size_t offset, const std::string& message) const {
-    return InvalidArgument(StrCat("chat template: ", FormatPos(PosAt(offset)),
-                                  ": syntax error: ", message));
+    return InvalidArgument(
+        StrCat("chat template: ", FormatPos(PosAt(offset)), ": syntax error: ", message));
   }
 
   void Emit(TokenType type, std::string value, size_t offset) {
@@ -142,9 +142,8 @@ class Lexer {
       pos_ = src_.size();
       return Status::Ok();
     }
-    const char sign = at + 2 < src_.size() && (src_[at + 2] == '-' || src_[at + 2] == '+')
-                          ? src_[at + 2]
-                          : '\0';
+    const char sign =
+        at + 2 < src_.size() && (src_[at + 2] == '-' || src_[at + 2] == '+') ? src_[at + 2] : '\0';
     const std::string_view before = StripBefore(std::string_view(src_).substr(pos_, at - pos_),
                                                 sign, kind == Opener::kVariable);
     if (!before.empty()) Emit(TokenType::kData, std::string(before), pos_);
@@ -348,18 +347,31 @@ Status Lexer::DecodeEscape(size_t* p, std::string* out) {
     return Status::Ok();
   };
   switch (c) {
-    case '\n': ++*p; return Status::Ok();  // line continuation
-    case '\\': return simple('\\');
-    case '\'': return simple('\'');
-    case '"': return simple('"');
-    case 'a': return simple('\a');
-    case 'b': return simple('\b');
-    case 'f': return simple('\f');
-    case 'n': return simple('\n');
-    case 'r': return simple('\r');
-    case 't': return simple('\t');
-    case 'v': return simple('\v');
-    default: break;
+    case '\n':
+      ++*p;
+      return Status::Ok();  // line continuation
+    case '\\':
+      return simple('\\');
+    case '\'':
+      return simple('\'');
+    case '"':
+      return simple('"');
+    case 'a':
+      return simple('\a');
+    case 'b':
+      return simple('\b');
+    case 'f':
+      return simple('\f');
+    case 'n':
+      return simple('\n');
+    case 'r':
+      return simple('\r');
+    case 't':
+      return simple('\t');
+    case 'v':
+      return simple('\v');
+    default:
+      break;
   }
   if (c >= '0' && c <= '7') {
     char32_t value = 0;
@@ -400,7 +412,8 @@ Status Lexer::LexString() {
       value.push_back(src_[p++]);
     }
   }
-  if (p >= src_.size()) return Error(pos_, "unexpected char " + PyStringRepr(std::string(1, quote)));
+  if (p >= src_.size())
+    return Error(pos_, "unexpected char " + PyStringRepr(std::string(1, quote)));
   Emit(TokenType::kString, std::move(value), pos_);
   pos_ = p + 1;
   return Status::Ok();
@@ -427,7 +440,8 @@ Status Lexer::LexOperator() {
     if (brackets_.empty()) return Error(pos_, StrCat("unexpected '", c, "'"));
     const char expected = brackets_.back();
     brackets_.pop_back();
-    if (expected != c) return Error(pos_, StrCat("unexpected '", c, "', expected '", expected, "'"));
+    if (expected != c)
+      return Error(pos_, StrCat("unexpected '", c, "', expected '", expected, "'"));
   }
   Emit(TokenType::kOperator, std::string(1, c), pos_);
   ++pos_;

@@ -10,17 +10,27 @@ namespace {
 // How Jinja names a token in "expected X, got Y" messages.
 std::string Describe(const Token& token) {
   switch (token.type) {
-    case TokenType::kData: return "template data";
-    case TokenType::kVariableBegin: return "begin of print statement";
-    case TokenType::kVariableEnd: return "end of print statement";
-    case TokenType::kBlockBegin: return "begin of statement block";
-    case TokenType::kBlockEnd: return "end of statement block";
-    case TokenType::kString: return "string";
-    case TokenType::kInteger: return "integer";
-    case TokenType::kFloat: return "float";
-    case TokenType::kEof: return "end of template";
+    case TokenType::kData:
+      return "template data";
+    case TokenType::kVariableBegin:
+      return "begin of print statement";
+    case TokenType::kVariableEnd:
+      return "end of print statement";
+    case TokenType::kBlockBegin:
+      return "begin of statement block";
+    case TokenType::kBlockEnd:
+      return "end of statement block";
+    case TokenType::kString:
+      return "string";
+    case TokenType::kInteger:
+      return "integer";
+    case TokenType::kFloat:
+      return "float";
+    case TokenType::kEof:
+      return "end of template";
     case TokenType::kName:
-    case TokenType::kOperator: return token.value;
+    case TokenType::kOperator:
+      return token.value;
   }
   return token.value;
 }
@@ -157,8 +167,8 @@ Result<ExprPtr> Parser::ParseOr() {
     const SourcePos pos = Cur().pos;
     Advance();
     MTPLX_ASSIGN_OR_RETURN(ExprPtr right, ParseAnd());
-    MTPLX_ASSIGN_OR_RETURN(left, Seal(Binary(ExprKind::kOr, pos, std::move(left),
-                                             std::move(right))));
+    MTPLX_ASSIGN_OR_RETURN(left,
+                           Seal(Binary(ExprKind::kOr, pos, std::move(left), std::move(right))));
   }
   return left;
 }
@@ -169,8 +179,8 @@ Result<ExprPtr> Parser::ParseAnd() {
     const SourcePos pos = Cur().pos;
     Advance();
     MTPLX_ASSIGN_OR_RETURN(ExprPtr right, ParseNot());
-    MTPLX_ASSIGN_OR_RETURN(left, Seal(Binary(ExprKind::kAnd, pos, std::move(left),
-                                             std::move(right))));
+    MTPLX_ASSIGN_OR_RETURN(left,
+                           Seal(Binary(ExprKind::kAnd, pos, std::move(left), std::move(right))));
   }
   return left;
 }

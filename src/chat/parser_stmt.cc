@@ -70,7 +70,8 @@ Result<Body> Parser::ParseStatements(const std::vector<std::string_view>& end_na
   if (!body.ok()) return body.status();
   if (Cur().type == TokenType::kEof) {
     return Fail(Cur(), StrCat("Unexpected end of template. Jinja was looking for the following "
-                              "tags: ", QuoteList(end_names), "."));
+                              "tags: ",
+                              QuoteList(end_names), "."));
   }
   if (drop_needle) Advance();
   return body;
@@ -92,16 +93,15 @@ Result<StmtPtr> Parser::ParseStatement() {
   if (name == "print") return ParsePrint(tag);
   if (name == "break" || name == "continue") return ParseLoopControl(tag);
   if (name == "generation") return ParseGeneration(tag);
-  static constexpr std::string_view kUnsupported[] = {"block", "extends", "include",
-                                                      "import", "from", "autoescape"};
-  if (std::find(std::begin(kUnsupported), std::end(kUnsupported), name) !=
-      std::end(kUnsupported)) {
+  static constexpr std::string_view kUnsupported[] = {"block",  "extends", "include",
+                                                      "import", "from",    "autoescape"};
+  if (std::find(std::begin(kUnsupported), std::end(kUnsupported), name) != std::end(kUnsupported)) {
     return Fail(tag, StrCat("the '", name, "' tag is not supported in chat templates"));
   }
   std::string message = StrCat("Encountered unknown tag '", name, "'.");
   if (!end_stack_.empty()) {
-    message += StrCat(" Jinja was looking for the following tags: ", QuoteList(end_stack_.back()),
-                      ".");
+    message +=
+        StrCat(" Jinja was looking for the following tags: ", QuoteList(end_stack_.back()), ".");
   }
   return Fail(tag, message);
 }
@@ -117,8 +117,8 @@ Result<AssignTarget> Parser::ParseAssignTarget(bool with_namespace,
     if (token.type != TokenType::kName) {
       return Fail(token, StrCat("can't assign to '", token.value, "'"));
     }
-    static constexpr std::string_view kConstants[] = {"true", "false", "True",
-                                                      "False", "none", "None"};
+    static constexpr std::string_view kConstants[] = {"true",  "false", "True",
+                                                      "False", "none",  "None"};
     if (std::find(std::begin(kConstants), std::end(kConstants), token.value) !=
         std::end(kConstants)) {
       return Fail(token, "can't assign to 'const'");

@@ -274,8 +274,8 @@ std::string PyFloatRepr(double value) {
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   char buffer[64];
   // Shortest round-trip digits in scientific form: "-d.ddde+XX".
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value,
-                                    std::chars_format::scientific);
+  const auto result =
+      std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
   const std::string_view sci(buffer, result.ptr - buffer);
   const size_t e = sci.find('e');
   std::string_view mantissa = sci.substr(0, e);
@@ -344,13 +344,27 @@ void AppendJsonString(std::string_view text, bool ensure_ascii, std::string* out
     char32_t c;
     const size_t len = DecodeUtf8(text, pos, &c);
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
       default:
         if (c < 0x20 || (ensure_ascii && c == 0x7F)) {
           AppendHexEscape('u', c, 4, out);
@@ -391,9 +405,9 @@ struct PairedRange {
 };
 
 constexpr PairedRange kPairedRanges[] = {
-    {0x100, 0x12F, true}, {0x132, 0x137, true}, {0x139, 0x148, false}, {0x14A, 0x177, true},
-    {0x179, 0x17E, false}, {0x460, 0x481, true}, {0x48A, 0x4BF, true}, {0x4C1, 0x4CE, false},
-    {0x4D0, 0x52F, true}, {0x1E00, 0x1E95, true}, {0x1EA0, 0x1EFF, true},
+    {0x100, 0x12F, true},  {0x132, 0x137, true},   {0x139, 0x148, false},  {0x14A, 0x177, true},
+    {0x179, 0x17E, false}, {0x460, 0x481, true},   {0x48A, 0x4BF, true},   {0x4C1, 0x4CE, false},
+    {0x4D0, 0x52F, true},  {0x1E00, 0x1E95, true}, {0x1EA0, 0x1EFF, true},
 };
 
 const PairedRange* FindPaired(char32_t c) {
@@ -411,10 +425,9 @@ struct OffsetRange {
 };
 
 constexpr OffsetRange kOffsetRanges[] = {
-    {'A', 'Z', 32},         {0xC0, 0xD6, 32},       {0xD8, 0xDE, 32},
-    {0x391, 0x3A1, 32},     {0x3A3, 0x3AB, 32},     {0x388, 0x38A, 37},
-    {0x38E, 0x38F, 63},     {0x410, 0x42F, 32},     {0x400, 0x40F, 80},
-    {0x531, 0x556, 48},     {0xFF21, 0xFF3A, 32},
+    {'A', 'Z', 32},     {0xC0, 0xD6, 32},   {0xD8, 0xDE, 32},     {0x391, 0x3A1, 32},
+    {0x3A3, 0x3AB, 32}, {0x388, 0x38A, 37}, {0x38E, 0x38F, 63},   {0x410, 0x42F, 32},
+    {0x400, 0x40F, 80}, {0x531, 0x556, 48}, {0xFF21, 0xFF3A, 32},
 };
 
 char32_t SimpleLower(char32_t c) {
@@ -423,12 +436,18 @@ char32_t SimpleLower(char32_t c) {
   }
   if (const PairedRange* range = FindPaired(c)) return LowerOfPaired(c, range->upper_is_even);
   switch (c) {
-    case 0x178: return 0xFF;
-    case 0x386: return 0x3AC;
-    case 0x38C: return 0x3CC;
-    case 0x4C0: return 0x4CF;
-    case 0x1E9E: return 0xDF;
-    default: return c;
+    case 0x178:
+      return 0xFF;
+    case 0x386:
+      return 0x3AC;
+    case 0x38C:
+      return 0x3CC;
+    case 0x4C0:
+      return 0x4CF;
+    case 0x1E9E:
+      return 0xDF;
+    default:
+      return c;
   }
 }
 
@@ -438,15 +457,24 @@ char32_t SimpleUpper(char32_t c) {
   }
   if (const PairedRange* range = FindPaired(c)) return UpperOfPaired(c, range->upper_is_even);
   switch (c) {
-    case 0xFF: return 0x178;
-    case 0xB5: return 0x39C;
-    case 0x131: return 'I';
-    case 0x17F: return 'S';
-    case 0x3C2: return 0x3A3;
-    case 0x3AC: return 0x386;
-    case 0x3CC: return 0x38C;
-    case 0x4CF: return 0x4C0;
-    default: return c;
+    case 0xFF:
+      return 0x178;
+    case 0xB5:
+      return 0x39C;
+    case 0x131:
+      return 'I';
+    case 0x17F:
+      return 'S';
+    case 0x3C2:
+      return 0x3A3;
+    case 0x3AC:
+      return 0x386;
+    case 0x3CC:
+      return 0x38C;
+    case 0x4CF:
+      return 0x4C0;
+    default:
+      return c;
   }
 }
 
@@ -482,11 +510,21 @@ MarkedString PyCaseMap(const MarkedString& text, CaseMode mode) {
     const char32_t c = code_points[i];
     bool upper = false;
     switch (mode) {
-      case CaseMode::kUpper: upper = true; break;
-      case CaseMode::kLower: upper = false; break;
-      case CaseMode::kTitle: upper = !previous_cased; break;
-      case CaseMode::kCapitalize: upper = i == 0; break;
-      case CaseMode::kSwap: upper = IsLowerCase(c); break;
+      case CaseMode::kUpper:
+        upper = true;
+        break;
+      case CaseMode::kLower:
+        upper = false;
+        break;
+      case CaseMode::kTitle:
+        upper = !previous_cased;
+        break;
+      case CaseMode::kCapitalize:
+        upper = i == 0;
+        break;
+      case CaseMode::kSwap:
+        upper = IsLowerCase(c);
+        break;
       case CaseMode::kJinjaTitle:
         upper = i == 0 || IsPySpace(code_points[i - 1]) ||
                 std::u32string_view(U"-({[<").find(code_points[i - 1]) != std::u32string_view::npos;

@@ -41,7 +41,8 @@ Result<long long> OptionalInt(const Value* arg, long long fallback) {
 Value Pieces(const Value& self, const ByteRanges& ranges) {
   std::vector<Value> out;
   out.reserve(ranges.size());
-  for (const auto& [begin, end] : ranges) out.push_back(Value::String(self.AsString().Substr(begin, end)));
+  for (const auto& [begin, end] : ranges)
+    out.push_back(Value::String(self.AsString().Substr(begin, end)));
   return Value::List(std::move(out));
 }
 
@@ -52,9 +53,15 @@ Result<Value> Strip(const Value& self, const CallArgs& args, bool left, bool rig
   return Value::String(self.AsString().Substr(begin, end));
 }
 
-Result<Value> StripBoth(const Value& self, const CallArgs& args) { return Strip(self, args, true, true); }
-Result<Value> LStrip(const Value& self, const CallArgs& args) { return Strip(self, args, true, false); }
-Result<Value> RStrip(const Value& self, const CallArgs& args) { return Strip(self, args, false, true); }
+Result<Value> StripBoth(const Value& self, const CallArgs& args) {
+  return Strip(self, args, true, true);
+}
+Result<Value> LStrip(const Value& self, const CallArgs& args) {
+  return Strip(self, args, true, false);
+}
+Result<Value> RStrip(const Value& self, const CallArgs& args) {
+  return Strip(self, args, false, true);
+}
 
 Result<Value> SplitImpl(const Value& self, const CallArgs& args, bool from_right) {
   MTPLX_RETURN_IF_ERROR(CheckArity("split", args, 2, {"sep", "maxsplit"}));
@@ -65,8 +72,12 @@ Result<Value> SplitImpl(const Value& self, const CallArgs& args, bool from_right
                                  : PySplit(self.text(), sep, maxsplit));
 }
 
-Result<Value> Split(const Value& self, const CallArgs& args) { return SplitImpl(self, args, false); }
-Result<Value> RSplit(const Value& self, const CallArgs& args) { return SplitImpl(self, args, true); }
+Result<Value> Split(const Value& self, const CallArgs& args) {
+  return SplitImpl(self, args, false);
+}
+Result<Value> RSplit(const Value& self, const CallArgs& args) {
+  return SplitImpl(self, args, true);
+}
 
 Result<Value> SplitLines(const Value& self, const CallArgs& args) {
   MTPLX_RETURN_IF_ERROR(CheckArity("splitlines", args, 0));
@@ -93,8 +104,12 @@ Result<Value> Affix(const Value& self, const CallArgs& args, bool prefix) {
   return Value::Bool(false);
 }
 
-Result<Value> StartsWithMethod(const Value& self, const CallArgs& args) { return Affix(self, args, true); }
-Result<Value> EndsWithMethod(const Value& self, const CallArgs& args) { return Affix(self, args, false); }
+Result<Value> StartsWithMethod(const Value& self, const CallArgs& args) {
+  return Affix(self, args, true);
+}
+Result<Value> EndsWithMethod(const Value& self, const CallArgs& args) {
+  return Affix(self, args, false);
+}
 
 Result<Value> CaseMap(const Value& self, const CallArgs& args, CaseMode mode) {
   MTPLX_RETURN_IF_ERROR(CheckArity("upper", args, 0));
@@ -294,8 +309,8 @@ Result<Value> Join(const Value& self, const CallArgs& args) {
   MarkedString out;
   for (size_t i = 0; i < items.size(); ++i) {
     if (!items[i].is_string()) {
-      return TypeError(StrCat("sequence item ", i, ": expected str instance, ",
-                              TypeName(items[i]), " found"));
+      return TypeError(
+          StrCat("sequence item ", i, ": expected str instance, ", TypeName(items[i]), " found"));
     }
     if (i > 0) out.Append(self.AsString());
     out.Append(items[i].AsString());
@@ -309,8 +324,8 @@ Status FormatField(std::string_view field, const CallArgs& args, size_t* auto_in
   const size_t bang = field.find('!');
   const std::string_view name = field.substr(0, bang);
   const std::string_view conversion = bang == std::string_view::npos ? "" : field.substr(bang);
-  if (name.find_first_of(":.[") != std::string_view::npos || (conversion != "" &&
-      conversion != "!r" && conversion != "!s")) {
+  if (name.find_first_of(":.[") != std::string_view::npos ||
+      (conversion != "" && conversion != "!r" && conversion != "!s")) {
     return Unimplemented(StrCat("str.format field '{", field, "}' is not supported"));
   }
   const Value* value = nullptr;
@@ -353,9 +368,9 @@ Result<Value> Format(const Value& self, const CallArgs& args) {
     if (close == std::string::npos) {
       return InvalidArgument("ValueError: Single '{' encountered in format string");
     }
-    MTPLX_RETURN_IF_ERROR(FormatField(std::string_view(text.text()).substr(brace + 1,
-                                                                           close - brace - 1),
-                                      args, &auto_index, &out));
+    MTPLX_RETURN_IF_ERROR(
+        FormatField(std::string_view(text.text()).substr(brace + 1, close - brace - 1), args,
+                    &auto_index, &out));
     pos = close + 1;
   }
   out.Append(text.Substr(pos, text.size()));
@@ -399,13 +414,19 @@ Result<Value> RemoveAffix(const Value& self, const CallArgs& args, bool prefix) 
   MTPLX_ASSIGN_OR_RETURN(const Value* affix, RequiredString(args, 0, "affix", "removeprefix"));
   const std::string& text = self.text();
   const std::string& a = affix->text();
-  if (prefix && StartsWith(text, a)) return Value::String(self.AsString().Substr(a.size(), text.size()));
-  if (!prefix && EndsWith(text, a)) return Value::String(self.AsString().Substr(0, text.size() - a.size()));
+  if (prefix && StartsWith(text, a))
+    return Value::String(self.AsString().Substr(a.size(), text.size()));
+  if (!prefix && EndsWith(text, a))
+    return Value::String(self.AsString().Substr(0, text.size() - a.size()));
   return self;
 }
 
-Result<Value> RemovePrefix(const Value& self, const CallArgs& args) { return RemoveAffix(self, args, true); }
-Result<Value> RemoveSuffix(const Value& self, const CallArgs& args) { return RemoveAffix(self, args, false); }
+Result<Value> RemovePrefix(const Value& self, const CallArgs& args) {
+  return RemoveAffix(self, args, true);
+}
+Result<Value> RemoveSuffix(const Value& self, const CallArgs& args) {
+  return RemoveAffix(self, args, false);
+}
 
 Result<Value> Unsupported(const Value&, const CallArgs&) {
   return Unimplemented("this str method is not supported in chat templates");
@@ -464,9 +485,9 @@ MethodImpl FindStringMethod(std::string_view name) {
     if (method.name == name) return method.impl;
   }
   // Python has these too; they exist (`is defined` holds) but calling them is refused.
-  static constexpr std::string_view kUnsupported[] = {
-      "casefold", "encode", "expandtabs", "format_map", "isidentifier",
-      "isprintable", "istitle", "maketrans", "translate"};
+  static constexpr std::string_view kUnsupported[] = {"casefold",   "encode",       "expandtabs",
+                                                      "format_map", "isidentifier", "isprintable",
+                                                      "istitle",    "maketrans",    "translate"};
   for (std::string_view unsupported : kUnsupported) {
     if (unsupported == name) return Unsupported;
   }

@@ -16,12 +16,20 @@ Result<const Value*> OtherArg(const CallArgs& args, std::string_view test) {
   return other;
 }
 
-Result<bool> TestDefined(Interpreter&, const Value& v, const CallArgs&) { return !v.is_undefined(); }
-Result<bool> TestUndefined(Interpreter&, const Value& v, const CallArgs&) { return v.is_undefined(); }
+Result<bool> TestDefined(Interpreter&, const Value& v, const CallArgs&) {
+  return !v.is_undefined();
+}
+Result<bool> TestUndefined(Interpreter&, const Value& v, const CallArgs&) {
+  return v.is_undefined();
+}
 Result<bool> TestNone(Interpreter&, const Value& v, const CallArgs&) { return v.is_none(); }
 Result<bool> TestBoolean(Interpreter&, const Value& v, const CallArgs&) { return v.is_bool(); }
-Result<bool> TestTrue(Interpreter&, const Value& v, const CallArgs&) { return v.is_bool() && v.AsBool(); }
-Result<bool> TestFalse(Interpreter&, const Value& v, const CallArgs&) { return v.is_bool() && !v.AsBool(); }
+Result<bool> TestTrue(Interpreter&, const Value& v, const CallArgs&) {
+  return v.is_bool() && v.AsBool();
+}
+Result<bool> TestFalse(Interpreter&, const Value& v, const CallArgs&) {
+  return v.is_bool() && !v.AsBool();
+}
 Result<bool> TestInteger(Interpreter&, const Value& v, const CallArgs&) { return v.is_int(); }
 Result<bool> TestFloat(Interpreter&, const Value& v, const CallArgs&) { return v.is_float(); }
 // Python's bool is a Number, so `true is number` holds.
@@ -54,17 +62,30 @@ Result<bool> TestUpper(Interpreter&, const Value& v, const CallArgs&) {
   return result.AsBool();
 }
 
-Result<bool> CompareTest(const Value& v, const CallArgs& args, CompareOp op, std::string_view name) {
+Result<bool> CompareTest(const Value& v, const CallArgs& args, CompareOp op,
+                         std::string_view name) {
   MTPLX_ASSIGN_OR_RETURN(const Value* other, OtherArg(args, name));
   return EvalCompare(op, v, *other);
 }
 
-Result<bool> TestEq(Interpreter&, const Value& v, const CallArgs& a) { return CompareTest(v, a, CompareOp::kEq, "eq"); }
-Result<bool> TestNe(Interpreter&, const Value& v, const CallArgs& a) { return CompareTest(v, a, CompareOp::kNe, "ne"); }
-Result<bool> TestLt(Interpreter&, const Value& v, const CallArgs& a) { return CompareTest(v, a, CompareOp::kLt, "lt"); }
-Result<bool> TestLe(Interpreter&, const Value& v, const CallArgs& a) { return CompareTest(v, a, CompareOp::kLe, "le"); }
-Result<bool> TestGt(Interpreter&, const Value& v, const CallArgs& a) { return CompareTest(v, a, CompareOp::kGt, "gt"); }
-Result<bool> TestGe(Interpreter&, const Value& v, const CallArgs& a) { return CompareTest(v, a, CompareOp::kGe, "ge"); }
+Result<bool> TestEq(Interpreter&, const Value& v, const CallArgs& a) {
+  return CompareTest(v, a, CompareOp::kEq, "eq");
+}
+Result<bool> TestNe(Interpreter&, const Value& v, const CallArgs& a) {
+  return CompareTest(v, a, CompareOp::kNe, "ne");
+}
+Result<bool> TestLt(Interpreter&, const Value& v, const CallArgs& a) {
+  return CompareTest(v, a, CompareOp::kLt, "lt");
+}
+Result<bool> TestLe(Interpreter&, const Value& v, const CallArgs& a) {
+  return CompareTest(v, a, CompareOp::kLe, "le");
+}
+Result<bool> TestGt(Interpreter&, const Value& v, const CallArgs& a) {
+  return CompareTest(v, a, CompareOp::kGt, "gt");
+}
+Result<bool> TestGe(Interpreter&, const Value& v, const CallArgs& a) {
+  return CompareTest(v, a, CompareOp::kGe, "ge");
+}
 
 Result<bool> TestIn(Interpreter&, const Value& v, const CallArgs& args) {
   const Value* seq = args.Get(0, "seq");
@@ -73,8 +94,8 @@ Result<bool> TestIn(Interpreter&, const Value& v, const CallArgs& args) {
 }
 
 Result<bool> Remainder(Interpreter& in, const Value& v, const Value& divisor, int64_t want) {
-  MTPLX_ASSIGN_OR_RETURN(const Value rest, EvalBinary(BinaryOp::kMod, v, divisor,
-                                                      in.limits().max_output_bytes));
+  MTPLX_ASSIGN_OR_RETURN(const Value rest,
+                         EvalBinary(BinaryOp::kMod, v, divisor, in.limits().max_output_bytes));
   return Equals(rest, Value::Int(want));
 }
 
@@ -98,10 +119,14 @@ Result<bool> TestSameAs(Interpreter&, const Value& v, const CallArgs& args) {
   if (v.kind() != other->kind()) return false;
   switch (v.kind()) {
     case Kind::kNone:
-    case Kind::kUndefined: return true;
-    case Kind::kBool: return v.AsBool() == other->AsBool();
-    case Kind::kInt: return v.AsInt() == other->AsInt() && v.AsInt() >= -5 && v.AsInt() <= 256;
-    default: return v.identity() != nullptr && v.identity() == other->identity();
+    case Kind::kUndefined:
+      return true;
+    case Kind::kBool:
+      return v.AsBool() == other->AsBool();
+    case Kind::kInt:
+      return v.AsInt() == other->AsInt() && v.AsInt() >= -5 && v.AsInt() <= 256;
+    default:
+      return v.identity() != nullptr && v.identity() == other->identity();
   }
 }
 
@@ -119,19 +144,45 @@ struct NamedTest {
 };
 
 constexpr NamedTest kTests[] = {
-    {"!=", TestNe},          {"<", TestLt},           {"<=", TestLe},
-    {"==", TestEq},          {">", TestGt},           {">=", TestGe},
-    {"boolean", TestBoolean}, {"callable", TestCallable}, {"defined", TestDefined},
-    {"divisibleby", TestDivisibleBy}, {"eq", TestEq},  {"equalto", TestEq},
-    {"escaped", TestEscaped}, {"even", TestEven},      {"false", TestFalse},
-    {"filter", TestFilter},  {"float", TestFloat},     {"ge", TestGe},
-    {"greaterthan", TestGt}, {"gt", TestGt},           {"in", TestIn},
-    {"integer", TestInteger}, {"iterable", TestIterable}, {"le", TestLe},
-    {"lessthan", TestLt},    {"lower", TestLower},     {"lt", TestLt},
-    {"mapping", TestMapping}, {"ne", TestNe},          {"none", TestNone},
-    {"number", TestNumber},  {"odd", TestOdd},         {"sameas", TestSameAs},
-    {"sequence", TestSequence}, {"string", TestString}, {"test", TestTest},
-    {"true", TestTrue},      {"undefined", TestUndefined}, {"upper", TestUpper},
+    {"!=", TestNe},
+    {"<", TestLt},
+    {"<=", TestLe},
+    {"==", TestEq},
+    {">", TestGt},
+    {">=", TestGe},
+    {"boolean", TestBoolean},
+    {"callable", TestCallable},
+    {"defined", TestDefined},
+    {"divisibleby", TestDivisibleBy},
+    {"eq", TestEq},
+    {"equalto", TestEq},
+    {"escaped", TestEscaped},
+    {"even", TestEven},
+    {"false", TestFalse},
+    {"filter", TestFilter},
+    {"float", TestFloat},
+    {"ge", TestGe},
+    {"greaterthan", TestGt},
+    {"gt", TestGt},
+    {"in", TestIn},
+    {"integer", TestInteger},
+    {"iterable", TestIterable},
+    {"le", TestLe},
+    {"lessthan", TestLt},
+    {"lower", TestLower},
+    {"lt", TestLt},
+    {"mapping", TestMapping},
+    {"ne", TestNe},
+    {"none", TestNone},
+    {"number", TestNumber},
+    {"odd", TestOdd},
+    {"sameas", TestSameAs},
+    {"sequence", TestSequence},
+    {"string", TestString},
+    {"test", TestTest},
+    {"true", TestTrue},
+    {"undefined", TestUndefined},
+    {"upper", TestUpper},
 };
 
 }  // namespace

@@ -73,7 +73,7 @@ class Value {
   bool is_number() const { return is_int() || is_float() || is_bool(); }
 
   bool AsBool() const { return std::get<bool>(storage_); }
-  int64_t AsInt() const;  // bool converts to 0/1
+  int64_t AsInt() const;    // bool converts to 0/1
   double AsDouble() const;  // any number
   const MarkedString& AsString() const { return *std::get<StringPtr>(storage_); }
   const std::string& text() const { return AsString().text(); }

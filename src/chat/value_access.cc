@@ -100,11 +100,11 @@ struct NamedMethod {
 };
 
 constexpr NamedMethod kDictMethods[] = {
-    {"copy", CopySelf}, {"get", DictGet}, {"items", DictItems},
+    {"copy", CopySelf}, {"get", DictGet},       {"items", DictItems},
     {"keys", DictKeys}, {"values", DictValues},
 };
-constexpr NamedMethod kListMethods[] = {{"copy", CopySelf}, {"count", ListCount},
-                                        {"index", ListIndex}};
+constexpr NamedMethod kListMethods[] = {
+    {"copy", CopySelf}, {"count", ListCount}, {"index", ListIndex}};
 
 MethodImpl FindIn(const NamedMethod* begin, const NamedMethod* end, std::string_view name) {
   for (const NamedMethod* m = begin; m != end; ++m) {
@@ -116,12 +116,15 @@ MethodImpl FindIn(const NamedMethod* begin, const NamedMethod* end, std::string_
 // The method NAME of the receiver's type, or nullptr.
 MethodImpl FindMethod(const Value& object, std::string_view name) {
   switch (object.kind()) {
-    case Kind::kString: return FindStringMethod(name);
-    case Kind::kDict: return FindDictMethod(name);
+    case Kind::kString:
+      return FindStringMethod(name);
+    case Kind::kDict:
+      return FindDictMethod(name);
     case Kind::kList:
       if (object.is_tuple() && name == "copy") return nullptr;
       return FindListMethod(name);
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 
@@ -129,13 +132,13 @@ MethodImpl FindMethod(const Value& object, std::string_view name) {
 // unsafe-access marker, a namespace attribute, or nullopt when Python has no such attribute.
 std::optional<Value> PythonAttribute(const Value& object, std::string_view name) {
   if (StartsWith(name, "__")) {  // dunder attributes reach Python internals
-    return Value::Undefined(StrCat("access to attribute '", name, "' of '", TypeName(object),
-                                   "' object is unsafe."));
+    return Value::Undefined(
+        StrCat("access to attribute '", name, "' of '", TypeName(object), "' object is unsafe."));
   }
   if (MethodImpl impl = FindMethod(object, name)) return BindMethod(object, name, impl);
   if (IsUnsafeMethod(object, name)) {
-    return Value::Undefined(StrCat("access to attribute '", name, "' of '", TypeName(object),
-                                   "' object is unsafe."));
+    return Value::Undefined(
+        StrCat("access to attribute '", name, "' of '", TypeName(object), "' object is unsafe."));
   }
   if (object.is_namespace()) {
     if (const Value* value = object.AsNamespace().Find(name)) return *value;
@@ -201,8 +204,8 @@ MethodImpl FindListMethod(std::string_view name) {
 }
 
 bool IsUnsafeMethod(const Value& self, std::string_view name) {
-  static constexpr std::string_view kListMutators[] = {"append", "clear", "extend", "insert",
-                                                       "pop", "remove", "reverse", "sort"};
+  static constexpr std::string_view kListMutators[] = {"append", "clear",  "extend",  "insert",
+                                                       "pop",    "remove", "reverse", "sort"};
   static constexpr std::string_view kDictMutators[] = {"clear", "pop", "popitem", "setdefault",
                                                        "update"};
   if (self.is_list() && !self.is_tuple()) {
@@ -223,13 +226,13 @@ Value BindMethod(const Value& self, std::string_view name, MethodImpl impl) {
 Status CheckArity(std::string_view function, const CallArgs& args, size_t max,
                   std::initializer_list<std::string_view> keywords) {
   if (args.positional.size() > max) {
-    return InvalidArgument(StrCat("TypeError: ", function, "() takes at most ", max,
-                                  " arguments (", args.positional.size(), " given)"));
+    return InvalidArgument(StrCat("TypeError: ", function, "() takes at most ", max, " arguments (",
+                                  args.positional.size(), " given)"));
   }
   for (const auto& [key, value] : args.keyword) {
     if (std::find(keywords.begin(), keywords.end(), key) == keywords.end()) {
-      return InvalidArgument(StrCat("TypeError: ", function,
-                                    "() got an unexpected keyword argument '", key, "'"));
+      return InvalidArgument(
+          StrCat("TypeError: ", function, "() got an unexpected keyword argument '", key, "'"));
     }
   }
   return Status::Ok();
@@ -290,8 +293,8 @@ Result<Value> GetSlice(const Value& object, const Value& start, const Value& sto
   }
   const MarkedString& text = object.AsString();
   const std::vector<size_t> offsets = CodePointOffsets(text.text());
-  const std::vector<size_t> indices = SliceIndices(offsets.size() - 1, *b_start, *b_stop,
-                                                   step_value);
+  const std::vector<size_t> indices =
+      SliceIndices(offsets.size() - 1, *b_start, *b_stop, step_value);
   if (step_value == 1) {
     if (indices.empty()) return Value::String(MarkedString());
     return Value::String(text.Substr(offsets[indices.front()], offsets[indices.back() + 1]));

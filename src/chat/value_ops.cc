@@ -20,12 +20,24 @@ void AppendRepr(const Value& value, int depth, std::string* out) {
     return;
   }
   switch (value.kind()) {
-    case Kind::kUndefined: out->append("Undefined"); return;
-    case Kind::kNone: out->append("None"); return;
-    case Kind::kBool: out->append(value.AsBool() ? "True" : "False"); return;
-    case Kind::kInt: out->append(std::to_string(value.AsInt())); return;
-    case Kind::kFloat: out->append(PyFloatRepr(value.AsDouble())); return;
-    case Kind::kString: out->append(PyStringRepr(value.text())); return;
+    case Kind::kUndefined:
+      out->append("Undefined");
+      return;
+    case Kind::kNone:
+      out->append("None");
+      return;
+    case Kind::kBool:
+      out->append(value.AsBool() ? "True" : "False");
+      return;
+    case Kind::kInt:
+      out->append(std::to_string(value.AsInt()));
+      return;
+    case Kind::kFloat:
+      out->append(PyFloatRepr(value.AsDouble()));
+      return;
+    case Kind::kString:
+      out->append(PyStringRepr(value.text()));
+      return;
     case Kind::kList: {
       const bool tuple = value.is_tuple();
       out->push_back(tuple ? '(' : '[');
@@ -137,8 +149,8 @@ Result<bool> Contains(const Value& container, const Value& item) {
   switch (container.kind()) {
     case Kind::kString:
       if (!item.is_string()) {
-        return TypeError(StrCat("'in <string>' requires string as left operand, not ",
-                                TypeName(item)));
+        return TypeError(
+            StrCat("'in <string>' requires string as left operand, not ", TypeName(item)));
       }
       return container.text().find(item.text()) != std::string::npos;
     case Kind::kList:
@@ -190,8 +202,8 @@ Result<Value> Concatenate(const Value& a, const Value& b, size_t max_size) {
     return TypeError(StrCat("can only concatenate ", TypeName(a), " (not \"", TypeName(b),
                             "\") to ", TypeName(a)));
   }
-  return TypeError(StrCat("unsupported operand type(s) for +: '", TypeName(a), "' and '",
-                          TypeName(b), "'"));
+  return TypeError(
+      StrCat("unsupported operand type(s) for +: '", TypeName(a), "' and '", TypeName(b), "'"));
 }
 
 // str % args with the conversions templates use: %s %r %d %i %%.
@@ -220,8 +232,8 @@ Result<Value> PercentFormat(const Value& format, const Value& args) {
       out.Append(std::to_string(value.is_float() ? static_cast<int64_t>(value.AsDouble())
                                                  : value.AsInt()));
     } else {
-      return Unimplemented(StrCat("format conversion '%", std::string(1, conversion),
-                                  "' is not supported"));
+      return Unimplemented(
+          StrCat("format conversion '%", std::string(1, conversion), "' is not supported"));
     }
   }
   if (next < values.size()) {
@@ -280,9 +292,12 @@ Result<Value> IntArithmetic(BinaryOp op, int64_t x, int64_t y) {
 
 Result<Value> FloatArithmetic(BinaryOp op, double x, double y) {
   switch (op) {
-    case BinaryOp::kAdd: return Value::Float(x + y);
-    case BinaryOp::kSub: return Value::Float(x - y);
-    case BinaryOp::kMul: return Value::Float(x * y);
+    case BinaryOp::kAdd:
+      return Value::Float(x + y);
+    case BinaryOp::kSub:
+      return Value::Float(x - y);
+    case BinaryOp::kMul:
+      return Value::Float(x * y);
     case BinaryOp::kDiv:
       if (y == 0) return InvalidArgument("ZeroDivisionError: division by zero");
       return Value::Float(x / y);
@@ -306,13 +321,20 @@ Result<Value> FloatArithmetic(BinaryOp op, double x, double y) {
 
 const char* OpSymbol(BinaryOp op) {
   switch (op) {
-    case BinaryOp::kAdd: return "+";
-    case BinaryOp::kSub: return "-";
-    case BinaryOp::kMul: return "*";
-    case BinaryOp::kDiv: return "/";
-    case BinaryOp::kFloorDiv: return "//";
-    case BinaryOp::kMod: return "%";
-    case BinaryOp::kPow: return "**";
+    case BinaryOp::kAdd:
+      return "+";
+    case BinaryOp::kSub:
+      return "-";
+    case BinaryOp::kMul:
+      return "*";
+    case BinaryOp::kDiv:
+      return "/";
+    case BinaryOp::kFloorDiv:
+      return "//";
+    case BinaryOp::kMod:
+      return "%";
+    case BinaryOp::kPow:
+      return "**";
   }
   return "?";
 }
@@ -325,8 +347,8 @@ void AppendNewlineIndent(const JsonOptions& options, int depth, std::string* out
   for (int i = 0; i < depth; ++i) out->append(options.indent);
 }
 
-void AppendJsonContainer(const Value& value, const JsonOptions& options, int depth,
-                         Status* status, std::string* out) {
+void AppendJsonContainer(const Value& value, const JsonOptions& options, int depth, Status* status,
+                         std::string* out) {
   const bool is_list = value.is_list();
   const size_t count = is_list ? value.items().size() : value.AsDict().entries.size();
   out->push_back(is_list ? '[' : '{');
@@ -365,9 +387,15 @@ void AppendJson(const Value& value, const JsonOptions& options, int depth, Statu
     return;
   }
   switch (value.kind()) {
-    case Kind::kNone: out->append("null"); return;
-    case Kind::kBool: out->append(value.AsBool() ? "true" : "false"); return;
-    case Kind::kInt: out->append(std::to_string(value.AsInt())); return;
+    case Kind::kNone:
+      out->append("null");
+      return;
+    case Kind::kBool:
+      out->append(value.AsBool() ? "true" : "false");
+      return;
+    case Kind::kInt:
+      out->append(std::to_string(value.AsInt()));
+      return;
     case Kind::kFloat: {
       const double d = value.AsDouble();
       if (std::isnan(d)) {
@@ -379,9 +407,13 @@ void AppendJson(const Value& value, const JsonOptions& options, int depth, Statu
       }
       return;
     }
-    case Kind::kString: AppendJsonString(value.text(), options.ensure_ascii, out); return;
+    case Kind::kString:
+      AppendJsonString(value.text(), options.ensure_ascii, out);
+      return;
     case Kind::kList:
-    case Kind::kDict: AppendJsonContainer(value, options, depth, status, out); return;
+    case Kind::kDict:
+      AppendJsonContainer(value, options, depth, status, out);
+      return;
     default:
       *status = TypeError(StrCat("Object of type ", TypeName(value), " is not JSON serializable"));
       return;
@@ -392,25 +424,38 @@ void AppendJson(const Value& value, const JsonOptions& options, int depth, Statu
 
 std::string TypeName(const Value& value) {
   switch (value.kind()) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return value.is_tuple() ? "tuple" : "list";
-    case Kind::kDict: return "dict";
-    case Kind::kNamespace: return "Namespace";
-    case Kind::kFunction: return "function";
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return value.is_tuple() ? "tuple" : "list";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kNamespace:
+      return "Namespace";
+    case Kind::kFunction:
+      return "function";
   }
   return "object";
 }
 
 MarkedString ToStr(const Value& value) {
   switch (value.kind()) {
-    case Kind::kUndefined: return MarkedString();
-    case Kind::kString: return value.AsString();
-    default: return MarkedString(Repr(value), value.ContainsUserText());
+    case Kind::kUndefined:
+      return MarkedString();
+    case Kind::kString:
+      return value.AsString();
+    default:
+      return MarkedString(Repr(value), value.ContainsUserText());
   }
 }
 
@@ -430,14 +475,18 @@ Result<int> Compare(const Value& a, const Value& b) { return CompareAt(a, b, "<"
 
 Result<bool> EvalCompare(CompareOp op, const Value& a, const Value& b) {
   switch (op) {
-    case CompareOp::kEq: return Equals(a, b);
-    case CompareOp::kNe: return !Equals(a, b);
-    case CompareOp::kIn: return Contains(b, a);
+    case CompareOp::kEq:
+      return Equals(a, b);
+    case CompareOp::kNe:
+      return !Equals(a, b);
+    case CompareOp::kIn:
+      return Contains(b, a);
     case CompareOp::kNotIn: {
       MTPLX_ASSIGN_OR_RETURN(const bool found, Contains(b, a));
       return !found;
     }
-    default: break;
+    default:
+      break;
   }
   const std::string_view symbol = op == CompareOp::kLt   ? "<"
                                   : op == CompareOp::kLe ? "<="
@@ -445,20 +494,29 @@ Result<bool> EvalCompare(CompareOp op, const Value& a, const Value& b) {
                                                          : ">=";
   MTPLX_ASSIGN_OR_RETURN(const int c, CompareAt(a, b, symbol, 0));
   switch (op) {
-    case CompareOp::kLt: return c < 0;
-    case CompareOp::kLe: return c <= 0;
-    case CompareOp::kGt: return c > 0;
-    default: return c >= 0;
+    case CompareOp::kLt:
+      return c < 0;
+    case CompareOp::kLe:
+      return c <= 0;
+    case CompareOp::kGt:
+      return c > 0;
+    default:
+      return c >= 0;
   }
 }
 
 Result<size_t> Length(const Value& value) {
   switch (value.kind()) {
-    case Kind::kUndefined: return size_t{0};
-    case Kind::kString: return CodePointCount(value.text());
-    case Kind::kList: return value.items().size();
-    case Kind::kDict: return value.AsDict().entries.size();
-    default: return TypeError(StrCat("object of type '", TypeName(value), "' has no len()"));
+    case Kind::kUndefined:
+      return size_t{0};
+    case Kind::kString:
+      return CodePointCount(value.text());
+    case Kind::kList:
+      return value.items().size();
+    case Kind::kDict:
+      return value.AsDict().entries.size();
+    default:
+      return TypeError(StrCat("object of type '", TypeName(value), "' has no len()"));
   }
 }
 
@@ -475,16 +533,20 @@ std::vector<Value> StringChars(const Value& value) {
 
 Result<std::vector<Value>> Iterate(const Value& value) {
   switch (value.kind()) {
-    case Kind::kUndefined: return std::vector<Value>();
-    case Kind::kString: return StringChars(value);
-    case Kind::kList: return value.items();
+    case Kind::kUndefined:
+      return std::vector<Value>();
+    case Kind::kString:
+      return StringChars(value);
+    case Kind::kList:
+      return value.items();
     case Kind::kDict: {
       std::vector<Value> keys;
       keys.reserve(value.AsDict().entries.size());
       for (const auto& [key, item] : value.AsDict().entries) keys.push_back(Value::String(key));
       return keys;
     }
-    default: return TypeError(StrCat("'", TypeName(value), "' object is not iterable"));
+    default:
+      return TypeError(StrCat("'", TypeName(value), "' object is not iterable"));
   }
 }
 

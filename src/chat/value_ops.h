@@ -53,7 +53,7 @@ struct JsonOptions {
   bool ensure_ascii = false;
   bool sort_keys = false;
   bool indent_set = false;
-  std::string indent;         // per level, when indent_set
+  std::string indent;  // per level, when indent_set
   std::string item_separator = ", ";
   std::string key_separator = ": ";
 };

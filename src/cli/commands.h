@@ -13,6 +13,7 @@ using Runner = std::function<int()>;
 Runner AddSynthCommand(CLI::App& app);
 Runner AddScoreCommand(CLI::App& app);
 Runner AddRunCommand(CLI::App& app);
+Runner AddChatCommand(CLI::App& app);
 
 // Prints "[mtplx] error: ..." to stderr and returns the exit code for failures.
 int ReportError(const std::string& message);

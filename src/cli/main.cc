@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     runners[app.get_subcommands({})[before]] = std::move(runner);
   };
   add(mtplx::cli::AddRunCommand);
+  add(mtplx::cli::AddChatCommand);
   add(mtplx::cli::AddScoreCommand);
   add(mtplx::cli::AddSynthCommand);
   try {

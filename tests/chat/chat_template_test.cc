@@ -2,6 +2,8 @@
 // tools/chat/make_chat_goldens.py wrote into tests/data/chat/goldens/: every conversation of the
 // real Qwen 3, 3.5, 3.6 and Qwen3-Coder templates and a set of Jinja snippets must render byte
 // for byte the same, or fail where Python fails. Also checks how errors are reported.
+#include "chat/chat_template.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,7 +12,6 @@
 
 #include "base/file.h"
 #include "base/strings.h"
-#include "chat/chat_template.h"
 #include "chat/json_value.h"
 #include "chat/template.h"
 #include "support/test_support.h"
@@ -98,7 +99,8 @@ class ConversationGoldens : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ConversationGoldens, RenderByteIdentical) {
   const std::string name = GetParam();
-  const Result<ChatTemplate> chat_template = ChatTemplate::FromString(ReadTemplate(name + ".jinja"));
+  const Result<ChatTemplate> chat_template =
+      ChatTemplate::FromString(ReadTemplate(name + ".jinja"));
   ASSERT_TRUE(chat_template.ok()) << chat_template.status().ToString();
   const Jsonl goldens = LoadJsonl("chat/goldens/conversations_" + name + ".jsonl");
   ASSERT_GE(goldens.records.size(), 100u);

@@ -1,11 +1,12 @@
 // Tests of Conversation::FromJson and ChatTemplate::FromModelDir.
+#include "chat/conversation.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "base/file.h"
 #include "chat/chat_template.h"
-#include "chat/conversation.h"
 #include "chat/json_value.h"
 #include "support/test_support.h"
 
@@ -67,9 +68,10 @@ TEST(Conversation, RejectsMalformedMessages) {
   EXPECT_FALSE(Conversation::FromJson(R"({"messages": 3})").ok());
   EXPECT_FALSE(Conversation::FromJson(R"([{"content": "no role"}])").ok());
   EXPECT_FALSE(Conversation::FromJson(R"([{"role": "user", "content": 5}])").ok());
-  EXPECT_FALSE(Conversation::FromJson(R"([{"role": "user", "content": [{"type": "audio"}]}])").ok());
-  EXPECT_FALSE(Conversation::FromJson(R"([{"role": "assistant", "tool_calls": [{"id": "x"}]}])")
-                   .ok());
+  EXPECT_FALSE(
+      Conversation::FromJson(R"([{"role": "user", "content": [{"type": "audio"}]}])").ok());
+  EXPECT_FALSE(
+      Conversation::FromJson(R"([{"role": "assistant", "tool_calls": [{"id": "x"}]}])").ok());
   const Result<Conversation> bad = Conversation::FromJson(R"([{"role": "user"}, {"role": 1}])");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("message 1"), std::string::npos);

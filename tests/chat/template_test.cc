@@ -1,12 +1,13 @@
 // Unit tests of the template engine beyond the goldens: user-input marking, resource limits,
 // and inputs that must fail cleanly rather than crash.
+#include "chat/template.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "chat/chat_template.h"
 #include "chat/json_value.h"
-#include "chat/template.h"
 
 namespace mtplx::chat {
 namespace {
@@ -89,9 +90,9 @@ TEST(UserMarking, ChatTemplateMarksMessagesToolsAndArguments) {
 TEST(Limits, EndlessLoopsStop) {
   RenderLimits limits;
   limits.max_steps = 100000;
-  const Result<MarkedString> out = RenderWith(
-      "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
-      EmptyContext(), limits);
+  const Result<MarkedString> out =
+      RenderWith("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+                 EmptyContext(), limits);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(out.status().message().find("step limit"), std::string::npos);
@@ -116,9 +117,9 @@ TEST(Limits, OutputAndStringSizeAreCapped) {
   EXPECT_EQ(doubling.status().code(), StatusCode::kResourceExhausted);
   const Result<MarkedString> repeat = RenderWith("{{ 'ab' * 100000000 }}", EmptyContext(), limits);
   ASSERT_FALSE(repeat.ok());
-  const Result<MarkedString> output = RenderWith(
-      "{% for i in range(100000) %}{{ 'abcdefghijklmnopqrstuvwxyz' }}{% endfor %}", EmptyContext(),
-      limits);
+  const Result<MarkedString> output =
+      RenderWith("{% for i in range(100000) %}{{ 'abcdefghijklmnopqrstuvwxyz' }}{% endfor %}",
+                 EmptyContext(), limits);
   ASSERT_FALSE(output.ok());
   EXPECT_EQ(output.status().code(), StatusCode::kResourceExhausted);
 }

@@ -89,6 +89,29 @@ TEST(CliTest, BadInputGivesAClearErrorAndNonZeroExit) {
   }
 }
 
+TEST(CliTest, ChatKeepsHistoryAndHandlesCommands) {
+  const std::string command = "printf 'hello\\n/stats\\n/mtp off\\n/bogus\\n/reset\\nagain\\n/exit\\n' | " +
+                              testing::BinaryDir() + "/bin/mtplx chat --max-tokens 4 2>&1";
+  std::FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_TRUE(pipe);
+  std::string output;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0) << output;
+  EXPECT_NE(output.find("mtplx chat:"), std::string::npos) << output;
+  EXPECT_NE(output.find("\"mode\":\"AR\""), std::string::npos) << output;  // /stats
+  EXPECT_NE(output.find("(plain decoding)"), std::string::npos) << output;  // /mtp off
+  EXPECT_NE(output.find("unknown command"), std::string::npos) << output;
+  EXPECT_NE(output.find("(conversation cleared)"), std::string::npos) << output;
+  // Two replies with their stats lines, and the line /stats printed.
+  size_t lines = 0;
+  for (size_t p = output.find("[mtplx] mode="); p != std::string::npos;
+       p = output.find("[mtplx] mode=", p + 1))
+    ++lines;
+  EXPECT_EQ(lines, 3u) << output;
+}
+
 TEST(CliTest, ScoreWritesLogitsAndTopFive) {
   const std::string dir = testing::MakeTempDir("mtplx-cli");
   const std::string model = testing::BinaryDir() + "/models/default";

@@ -1,0 +1,94 @@
+// A loaded model ready to answer conversations: model, tokenizer, chat template, generation
+// defaults and the decision between plain and speculative decoding. `run` uses one turn of it,
+// `chat` many.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "chat/chat_template.h"
+#include "chat/conversation.h"
+#include "engine/generator.h"
+#include "engine/speculative.h"
+#include "io/generation_config.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mtplx::cli {
+
+// Flags shared by `run` and `chat`.
+struct GenerationFlags {
+  std::string model_dir;
+  std::string system;
+  int max_tokens = 256;
+  double temperature = -1, top_p = -1, min_p = -1;  // -1: the pack's default
+  int top_k = -1;
+  uint64_t seed = 0;
+  int threads = 0;
+  int depth = 0;  // 0: the pack's default
+  bool no_mtp = false;
+  bool skip_mtp_check = false;
+  double draft_temperature = -1, draft_top_p = -1;
+  int draft_top_k = -1;
+  std::string mtp_hidden = "post";
+  std::string think = "auto";  // enable_thinking: auto (template default) | on | off
+  bool quiet = false;
+};
+
+void AddGenerationFlags(CLI::App* cmd, GenerationFlags& flags);
+
+struct Turn {
+  std::string text;
+  std::vector<int32_t> token_ids;
+  std::string finish_reason;
+  engine::GenerateStats stats;
+  int depth = 0;  // 0: plain decoding
+  engine::SpeculativeStats speculative;
+};
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> Open(const GenerationFlags& flags, bool show_progress);
+
+  // Generates the assistant's reply; `on_text` receives decoded text as it streams.
+  Result<Turn> Reply(const chat::Conversation& conversation,
+                     const std::function<void(std::string_view)>& on_text);
+
+  // Speculation on or off for later turns (off always works; on only if the head passed).
+  void SetSpeculation(bool on) { speculate_ = on && depth_ > 0; }
+  bool speculating() const { return speculate_; }
+  int depth() const { return depth_; }
+  // Why speculation is off, when it is (empty otherwise).
+  const std::string& notice() const { return notice_; }
+  const model::Model& model() const { return *model_; }
+
+ private:
+  Session() = default;
+  void ChooseMode();
+  engine::GenerateRequest MakeRequest(std::vector<int32_t> prompt, uint64_t seed) const;
+
+  GenerationFlags flags_;
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  std::unique_ptr<chat::ChatTemplate> template_;
+  io::GenerationDefaults defaults_;
+  int depth_ = 0;
+  bool speculate_ = false;
+  std::string notice_;
+  int turns_ = 0;
+};
+
+// Stats of a turn as JSON (the `stats` object of `run --json`).
+nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model);
+// "[mtplx] mode=MTP depth=2 tokens=N tok/s=X prefill_tok/s=Y"
+std::string StatsLine(const Turn& turn);
+
+}  // namespace mtplx::cli
