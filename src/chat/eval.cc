@@ -36,17 +36,9 @@ Result<Value> Interpreter::EvalExpr(const Expr& expr, const ScopePtr& scope) {
       return Unimplemented("a slice can only appear as a subscript");
     case ExprKind::kCall:
       return EvalCall(expr, scope, nullptr);
-    case ExprKind::kFilter: {
-      MTPLX_ASSIGN_OR_RETURN(const Value subject, Eval(*expr.operands[0], scope));
-      MTPLX_ASSIGN_OR_RETURN(const CallArgs args, EvalArgs(expr, 1, scope));
-      return ApplyFilter(expr.name, subject, args);
-    }
-    case ExprKind::kTest: {
-      MTPLX_ASSIGN_OR_RETURN(const Value subject, Eval(*expr.operands[0], scope));
-      MTPLX_ASSIGN_OR_RETURN(const CallArgs args, EvalArgs(expr, 1, scope));
-      MTPLX_ASSIGN_OR_RETURN(const bool passed, ApplyTest(expr.name, subject, args));
-      return Value::Bool(passed);
-    }
+    case ExprKind::kFilter:
+    case ExprKind::kTest:
+      return EvalFilterOrTest(expr, scope);
     case ExprKind::kNot: {
       MTPLX_ASSIGN_OR_RETURN(const Value operand, Eval(*expr.operands[0], scope));
       return Value::Bool(!operand.Truthy());
@@ -66,22 +58,32 @@ Result<Value> Interpreter::EvalExpr(const Expr& expr, const ScopePtr& scope) {
     case ExprKind::kCompare:
       return EvalCompare(expr, scope);
     case ExprKind::kAnd:
-    case ExprKind::kOr: {
-      // Python returns the deciding operand, not a bool: {{ x or 'default' }}.
-      MTPLX_ASSIGN_OR_RETURN(Value lhs, Eval(*expr.operands[0], scope));
-      if (lhs.Truthy() == (expr.kind == ExprKind::kOr)) return lhs;
-      return Eval(*expr.operands[1], scope);
-    }
-    case ExprKind::kCondExpr: {
-      MTPLX_ASSIGN_OR_RETURN(const Value test, Eval(*expr.operands[0], scope));
-      if (test.Truthy()) return Eval(*expr.operands[1], scope);
-      if (expr.operands[2]) return Eval(*expr.operands[2], scope);
-      return Value::Undefined(
-          "the inline if-expression evaluated to false and no else section "
-          "was defined.");
-    }
+    case ExprKind::kOr:
+    case ExprKind::kCondExpr:
+      return EvalConditional(expr, scope);
   }
   return Internal("unknown expression kind");
+}
+
+Result<Value> Interpreter::EvalFilterOrTest(const Expr& expr, const ScopePtr& scope) {
+  MTPLX_ASSIGN_OR_RETURN(const Value subject, Eval(*expr.operands[0], scope));
+  MTPLX_ASSIGN_OR_RETURN(const CallArgs args, EvalArgs(expr, 1, scope));
+  if (expr.kind == ExprKind::kFilter) return ApplyFilter(expr.name, subject, args);
+  MTPLX_ASSIGN_OR_RETURN(const bool passed, ApplyTest(expr.name, subject, args));
+  return Value::Bool(passed);
+}
+
+Result<Value> Interpreter::EvalConditional(const Expr& expr, const ScopePtr& scope) {
+  MTPLX_ASSIGN_OR_RETURN(Value first, Eval(*expr.operands[0], scope));
+  if (expr.kind != ExprKind::kCondExpr) {
+    // Python returns the deciding operand, not a bool: {{ x or 'default' }}.
+    if (first.Truthy() == (expr.kind == ExprKind::kOr)) return first;
+    return Eval(*expr.operands[1], scope);
+  }
+  if (first.Truthy()) return Eval(*expr.operands[1], scope);
+  if (expr.operands[2]) return Eval(*expr.operands[2], scope);
+  return Value::Undefined(
+      "the inline if-expression evaluated to false and no else section was defined.");
 }
 
 Result<Value> Interpreter::EvalItems(const Expr& expr, const ScopePtr& scope) {
@@ -99,11 +101,12 @@ Result<Value> Interpreter::EvalDict(const Expr& expr, const ScopePtr& scope) {
   auto data = std::make_shared<DictData>();
   for (size_t i = 0; i + 1 < expr.operands.size(); i += 2) {
     MTPLX_ASSIGN_OR_RETURN(const Value key, Eval(*expr.operands[i], scope));
-    if (!key.is_string()) {
-      return Unimplemented(StrCat("dict keys must be strings, not ", TypeName(key)));
+    const std::optional<MarkedString> encoded = EncodeDictKey(key);
+    if (!encoded) {
+      return InvalidArgument(StrCat("TypeError: unhashable type: '", TypeName(key), "'"));
     }
     MTPLX_ASSIGN_OR_RETURN(Value value, Eval(*expr.operands[i + 1], scope));
-    data->Set(key.AsString(), std::move(value));  // a repeated key keeps the last value
+    data->Set(*encoded, std::move(value));  // a repeated key keeps the last value
   }
   return Value::Dict(std::move(data));
 }

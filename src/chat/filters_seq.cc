@@ -195,7 +195,7 @@ Result<Value> FilterDictSort(Interpreter& in, const Value& subject, const CallAr
   std::vector<Value> pairs;
   std::vector<Value> keys;
   for (const auto& [key, value] : subject.AsDict().entries) {
-    pairs.push_back(Value::Tuple({Value::String(key), value}));
+    pairs.push_back(Value::Tuple({DecodeDictKey(key), value}));
     const Value& sort_on = by_text == "key" ? pairs.back().items()[0] : value;
     keys.push_back(case_sensitive ? sort_on : IgnoreCase(sort_on));
   }
@@ -297,7 +297,7 @@ Result<Value> FilterItems(Interpreter&, const Value& subject, const CallArgs& ar
   if (!subject.is_dict()) return TypeError("Can only get item pairs from a mapping.");
   std::vector<Value> pairs;
   for (const auto& [key, value] : subject.AsDict().entries) {
-    pairs.push_back(Value::Tuple({Value::String(key), value}));
+    pairs.push_back(Value::Tuple({DecodeDictKey(key), value}));
   }
   return Value::List(std::move(pairs));
 }

@@ -1,6 +1,7 @@
 // Template globals: Jinja's range, dict and namespace, plus the raise_exception and strftime_now
 // functions transformers registers for chat templates.
 #include <ctime>
+#include <optional>
 
 #include "base/strings.h"
 #include "chat/builtins_internal.h"
@@ -69,10 +70,11 @@ Status FillDict(const CallArgs& args, DictData* data) {
     } else {
       MTPLX_ASSIGN_OR_RETURN(const std::vector<Value> pairs, Iterate(source));
       for (const Value& pair : pairs) {
-        if (!pair.is_list() || pair.items().size() != 2 || !pair.items()[0].is_string()) {
-          return TypeError("dict() needs a mapping or (str, value) pairs");
-        }
-        data->Set(pair.items()[0].AsString(), pair.items()[1]);
+        const std::optional<MarkedString> key =
+            pair.is_list() && pair.items().size() == 2 ? EncodeDictKey(pair.items()[0])
+                                                       : std::nullopt;
+        if (!key) return TypeError("dict() needs a mapping or (key, value) pairs");
+        data->Set(*key, pair.items()[1]);
       }
     }
   }

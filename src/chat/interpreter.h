@@ -76,6 +76,9 @@ class Interpreter {
 
   Result<Value> Eval(const Expr& expr, const ScopePtr& scope);
   Result<Value> EvalExpr(const Expr& expr, const ScopePtr& scope);
+  Result<Value> EvalFilterOrTest(const Expr& expr, const ScopePtr& scope);
+  // and, or and the inline if-expression.
+  Result<Value> EvalConditional(const Expr& expr, const ScopePtr& scope);
   Result<Value> EvalItems(const Expr& expr, const ScopePtr& scope);
   Result<Value> EvalDict(const Expr& expr, const ScopePtr& scope);
   Result<Value> EvalGetItem(const Expr& expr, const ScopePtr& scope);

@@ -1,5 +1,9 @@
 #include "chat/value.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 namespace mtplx::chat {
 
 Value Value::Undefined(std::string hint) {
@@ -129,6 +133,41 @@ const void* Value::identity() const {
     default:
       return nullptr;
   }
+}
+
+std::optional<MarkedString> EncodeDictKey(const Value& key) {
+  switch (key.kind()) {
+    case Value::Kind::kString:
+      return key.AsString();
+    case Value::Kind::kNone:
+      return MarkedString("\xFFn");
+    case Value::Kind::kBool:
+    case Value::Kind::kInt:
+      return MarkedString("\xFFi" + std::to_string(key.AsInt()));
+    case Value::Kind::kFloat: {
+      // Python hashes 1.0 like 1, so integral floats share the int key.
+      const double d = key.AsDouble();
+      if (d == std::floor(d) && std::fabs(d) < 9.2e18) {
+        return MarkedString("\xFFi" + std::to_string(static_cast<int64_t>(d)));
+      }
+      char buffer[32];
+      std::snprintf(buffer, sizeof(buffer), "%.17g", d);
+      return MarkedString(std::string("\xFF") + "f" + buffer);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+Value DecodeDictKey(const MarkedString& key) {
+  const std::string& text = key.text();
+  if (text.empty() || static_cast<unsigned char>(text[0]) != 0xFF || text.size() < 2) {
+    return Value::String(key);
+  }
+  if (text[1] == 'n') return Value::None();
+  if (text[1] == 'i') return Value::Int(std::strtoll(text.c_str() + 2, nullptr, 10));
+  if (text[1] == 'f') return Value::Float(std::strtod(text.c_str() + 2, nullptr));
+  return Value::String(key);
 }
 
 const Value* DictData::Find(std::string_view key) const {

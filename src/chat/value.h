@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -123,6 +124,13 @@ struct DictData {
   const Value* Find(std::string_view key) const;
   void Set(MarkedString key, Value value);
 };
+
+// Dict keys are strings in practice, but Python also allows None, bool, int and float keys
+// ({0: 'a'}). Those are stored under an encoded key that starts with a byte (0xFF) valid UTF-8
+// never contains. EncodeDictKey returns nullopt for unhashable keys (lists, dicts).
+std::optional<MarkedString> EncodeDictKey(const Value& key);
+// The key as a value: a string, or the None/int/float an encoded key stands for.
+Value DecodeDictKey(const MarkedString& key);
 
 // Arguments of a call: f(a, b, key=c).
 struct CallArgs {

@@ -42,7 +42,8 @@ Result<Value> DictGet(const Value& self, const CallArgs& args) {
   MTPLX_RETURN_IF_ERROR(CheckArity("get", args, 2));
   const Value* key = args.Get(0, "key");
   if (key == nullptr) return InvalidArgument("TypeError: get expected at least 1 argument, got 0");
-  const Value* found = key->is_string() ? self.AsDict().Find(key->text()) : nullptr;
+  const std::optional<MarkedString> encoded = EncodeDictKey(*key);
+  const Value* found = encoded ? self.AsDict().Find(encoded->text()) : nullptr;
   if (found != nullptr) return *found;
   const Value* fallback = args.Get(1, "default");
   return fallback ? *fallback : Value::None();
@@ -52,7 +53,7 @@ Result<Value> DictItems(const Value& self, const CallArgs& args) {
   MTPLX_RETURN_IF_ERROR(CheckArity("items", args, 0));
   std::vector<Value> items;
   for (const auto& [key, value] : self.AsDict().entries) {
-    items.push_back(Value::Tuple({Value::String(key), value}));
+    items.push_back(Value::Tuple({DecodeDictKey(key), value}));
   }
   return Value::List(std::move(items));
 }
@@ -255,8 +256,11 @@ Result<Value> GetPythonAttr(const Value& object, std::string_view name) {
 
 Result<Value> GetItem(const Value& object, const Value& key) {
   if (object.is_undefined()) return UndefinedError(object);
-  if (object.is_dict() && key.is_string()) {
-    if (const Value* value = object.AsDict().Find(key.text())) return *value;
+  if (object.is_dict()) {
+    const std::optional<MarkedString> encoded = EncodeDictKey(key);
+    if (encoded) {
+      if (const Value* value = object.AsDict().Find(encoded->text())) return *value;
+    }
   }
   if ((object.is_list() || object.is_string()) && (key.is_int() || key.is_bool())) {
     return IndexSequence(object, key);

@@ -57,7 +57,7 @@ void AppendRepr(const Value& value, int depth, std::string* out) {
       out->push_back('{');
       for (size_t i = 0; i < dict.entries.size(); ++i) {
         if (i > 0) out->append(", ");
-        out->append(PyStringRepr(dict.entries[i].first.text()));
+        AppendRepr(DecodeDictKey(dict.entries[i].first), depth + 1, out);
         out->append(": ");
         AppendRepr(dict.entries[i].second, depth + 1, out);
       }
@@ -158,8 +158,11 @@ Result<bool> Contains(const Value& container, const Value& item) {
         if (Equals(element, item)) return true;
       }
       return false;
-    case Kind::kDict:
-      return item.is_string() && container.AsDict().Find(item.text()) != nullptr;
+    case Kind::kDict: {
+      const std::optional<MarkedString> key = EncodeDictKey(item);
+      if (!key) return TypeError(StrCat("unhashable type: '", TypeName(item), "'"));
+      return container.AsDict().Find(key->text()) != nullptr;
+    }
     case Kind::kUndefined:
       return false;
     default:
@@ -342,6 +345,16 @@ const char* OpSymbol(BinaryOp op) {
 void AppendJson(const Value& value, const JsonOptions& options, int depth, Status* status,
                 std::string* out);
 
+// json.dumps turns None, bool, int and float keys into strings.
+void AppendJsonKey(const Value& key, bool ensure_ascii, std::string* out) {
+  switch (key.kind()) {
+    case Kind::kNone: out->append("\"null\""); return;
+    case Kind::kInt: out->append("\"" + std::to_string(key.AsInt()) + "\""); return;
+    case Kind::kFloat: out->append("\"" + PyFloatRepr(key.AsDouble()) + "\""); return;
+    default: AppendJsonString(key.text(), ensure_ascii, out); return;
+  }
+}
+
 void AppendNewlineIndent(const JsonOptions& options, int depth, std::string* out) {
   out->push_back('\n');
   for (int i = 0; i < depth; ++i) out->append(options.indent);
@@ -371,7 +384,7 @@ void AppendJsonContainer(const Value& value, const JsonOptions& options, int dep
       AppendJson(value.items()[i], options, depth + 1, status, out);
     } else {
       const auto& [key, item] = value.AsDict().entries[order[i]];
-      AppendJsonString(key.text(), options.ensure_ascii, out);
+      AppendJsonKey(DecodeDictKey(key), options.ensure_ascii, out);
       out->append(options.key_separator);
       AppendJson(item, options, depth + 1, status, out);
     }
@@ -542,7 +555,7 @@ Result<std::vector<Value>> Iterate(const Value& value) {
     case Kind::kDict: {
       std::vector<Value> keys;
       keys.reserve(value.AsDict().entries.size());
-      for (const auto& [key, item] : value.AsDict().entries) keys.push_back(Value::String(key));
+      for (const auto& [key, item] : value.AsDict().entries) keys.push_back(DecodeDictKey(key));
       return keys;
     }
     default:

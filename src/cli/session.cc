@@ -1,5 +1,7 @@
 #include "cli/session.h"
 
+#include <algorithm>
+
 #include "base/file.h"
 #include "base/strings.h"
 #include "cli/default_model.h"
@@ -37,6 +39,7 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
       ->check(CLI::IsMember({"post", "pre"}));
   cmd->add_option("--think", f.think, "Reasoning: auto (template default) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--stop", f.stop, "Stop before this text (repeatable)");
   cmd->add_flag("--quiet", f.quiet, "No progress bar, notices or stats line");
 }
 
@@ -111,11 +114,26 @@ Result<Turn> Session::Reply(const chat::Conversation& conversation,
   const engine::GenerateRequest request = MakeRequest(std::move(prompt), flags_.seed + turns_++);
   tokenizer::StreamDecoder decoder(tokenizer_.get(), /*skip_special_tokens=*/true);
   Turn turn;
+  // Text is streamed only once no stop string can still start inside it.
+  size_t streamed = 0;
+  bool stopped = false;
+  size_t longest_stop = 0;
+  for (const auto& stop : flags_.stop) longest_stop = std::max(longest_stop, stop.size());
   auto on_token = [&](int32_t id) {
-    const std::string piece = decoder.Push(id);
-    turn.text += piece;
-    if (on_text && !piece.empty()) on_text(piece);
-    return true;
+    turn.text += decoder.Push(id);
+    for (const auto& stop : flags_.stop) {
+      const size_t at = stop.empty() ? std::string::npos : turn.text.find(stop);
+      if (at != std::string::npos) {
+        turn.text.resize(at);
+        stopped = true;
+      }
+    }
+    const size_t safe = stopped ? turn.text.size()
+                                : turn.text.size() - std::min(turn.text.size(),
+                                                              longest_stop ? longest_stop - 1 : 0);
+    if (on_text && safe > streamed) on_text(std::string_view(turn.text).substr(streamed, safe - streamed));
+    streamed = std::max(streamed, safe);
+    return !stopped;
   };
   engine::GenerateResult result;
   if (speculate_) {
@@ -137,11 +155,10 @@ Result<Turn> Session::Reply(const chat::Conversation& conversation,
   } else {
     MTPLX_ASSIGN_OR_RETURN(result, engine::GeneratePlain(*model_, request, on_token));
   }
-  const std::string tail = decoder.Flush();
-  turn.text += tail;
-  if (on_text && !tail.empty()) on_text(tail);
+  if (!stopped) turn.text += decoder.Flush();
+  if (on_text && turn.text.size() > streamed) on_text(std::string_view(turn.text).substr(streamed));
   turn.token_ids = std::move(result.tokens);
-  turn.finish_reason = result.finish_reason;
+  turn.finish_reason = stopped ? "stop" : result.finish_reason;
   turn.stats = result.stats;
   return turn;
 }

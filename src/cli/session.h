@@ -40,6 +40,7 @@ struct GenerationFlags {
   int draft_top_k = -1;
   std::string mtp_hidden = "post";
   std::string think = "auto";  // enable_thinking: auto (template default) | on | off
+  std::vector<std::string> stop;  // stop strings: generation ends before the first match
   bool quiet = false;
 };
 

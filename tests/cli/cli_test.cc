@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <string>
 
@@ -55,6 +56,24 @@ TEST(CliTest, GreedyRunsAreReproducible) {
   const Outcome b = Mtplx("run \"same\" --max-tokens 8 --json --temperature 0");
   ASSERT_EQ(a.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(a.output)["token_ids"], nlohmann::json::parse(b.output)["token_ids"]);
+}
+
+TEST(CliTest, StopStringEndsTheReplyBeforeTheMatch) {
+  const Outcome full = Mtplx("run hi --max-tokens 30 --temperature 0 --json");
+  ASSERT_EQ(full.exit_code, 0);
+  const std::string text = nlohmann::json::parse(full.output)["text"];
+  // A shell-safe stop string taken from the reply itself: two letters or digits past its start.
+  size_t at = 2;
+  while (at + 2 <= text.size() && !(std::isalnum(static_cast<unsigned char>(text[at])) &&
+                                    std::isalnum(static_cast<unsigned char>(text[at + 1]))))
+    ++at;
+  ASSERT_LT(at + 2, text.size() + 1) << "reply has no two alphanumerics in a row: " << text;
+  const std::string stop = text.substr(at, 2);
+  const Outcome cut = Mtplx("run hi --max-tokens 30 --temperature 0 --json --stop '" + stop + "'");
+  ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  const auto j = nlohmann::json::parse(cut.output);
+  EXPECT_EQ(j["finish_reason"], "stop");
+  EXPECT_EQ(j["text"], text.substr(0, text.find(stop)));
 }
 
 TEST(CliTest, PromptFromStdin) {

@@ -504,6 +504,9 @@ SNIPPET_SOURCES = [
     "{% generation %}gen{{ 1 }}{% endgeneration %}",
     "{{ {'a': 1, 'a': 2} }} {{ dict(a=1, b='x') }} {{ dict({'z': 1}) }}",
     "{% print 'p', 1 %}|{{ 1, 2 }}",
+    "{% set m = {0: 'zero', 512: 'a', none: 'n', 2.5: 'f'} %}{{ m[0] }}{{ m[512] }}{{ m[none] }}"
+    "{{ m[2.5] }}{{ m[1] }}|{{ m }} {{ m|tojson }} {{ 512 in m }} {{ 3 in m }} {{ m.items()|list }} "
+    "{{ m|list }} {{ m.get(0) }} {{ dict([[1, 'x'], ['k', 2]]) }}",
     "{{ strftime_now('%Y') is string }} {{ raise_exception is defined }} {{ namespace is callable }}",
     "{% for m in users %}{% if loop.previtem and loop.previtem.active %}after-active {% endif %}"
     "{% if not loop.last and loop.nextitem.age > 30 %}next-old {% endif %}{% endfor %}",
