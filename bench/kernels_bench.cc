@@ -41,8 +41,8 @@ BenchMatrix Make(int64_t rows, int64_t cols, int bits) {
   b.m.rows = rows;
   b.m.cols = cols;
   b.m.quantized = true;
-  b.m.quant = AffineQuant{bits, 64, b.packed.data(), b.scales.data(), b.biases.data(),
-                          DType::kBF16};
+  b.m.quant =
+      AffineQuant{bits, 64, b.packed.data(), b.scales.data(), b.biases.data(), DType::kBF16};
   return b;
 }
 

@@ -8,11 +8,10 @@
 // dense layers with an MLP size, only supported quantization modes.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "io/model_config.h"
 
@@ -27,15 +26,27 @@ void Require(bool condition) {
 json TextConfig() {
   json types = json::array();
   for (int i = 0; i < 8; ++i) types.push_back((i + 1) % 4 ? "linear_attention" : "full_attention");
-  return {{"model_type", "qwen3_5_text"}, {"vocab_size", 1024}, {"hidden_size", 128},
-          {"num_hidden_layers", 8}, {"layer_types", types}, {"num_attention_heads", 4},
-          {"num_key_value_heads", 2}, {"head_dim", 32}, {"linear_num_key_heads", 2},
-          {"linear_num_value_heads", 4}, {"linear_key_head_dim", 32},
-          {"linear_value_head_dim", 32}, {"linear_conv_kernel_dim", 4},
-          {"intermediate_size", 256}, {"rms_norm_eps", 1e-6},
-          {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 10000000},
-                               {"partial_rotary_factor", 0.25}, {"mrope_section", {2, 1, 1}},
-                               {"mrope_interleaved", true}}},
+  return {{"model_type", "qwen3_5_text"},
+          {"vocab_size", 1024},
+          {"hidden_size", 128},
+          {"num_hidden_layers", 8},
+          {"layer_types", types},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"head_dim", 32},
+          {"linear_num_key_heads", 2},
+          {"linear_num_value_heads", 4},
+          {"linear_key_head_dim", 32},
+          {"linear_value_head_dim", 32},
+          {"linear_conv_kernel_dim", 4},
+          {"intermediate_size", 256},
+          {"rms_norm_eps", 1e-6},
+          {"rope_parameters",
+           {{"rope_type", "default"},
+            {"rope_theta", 10000000},
+            {"partial_rotary_factor", 0.25},
+            {"mrope_section", {2, 1, 1}},
+            {"mrope_interleaved", true}}},
           {"mtp_num_hidden_layers", 1}};
 }
 
@@ -49,20 +60,26 @@ const std::vector<Base>& Bases() {
   static const auto* bases = [] {
     auto* out = new std::vector<Base>();
     json dense = {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
-                  {"model_type", "qwen3_5"}, {"text_config", TextConfig()}};
+                  {"model_type", "qwen3_5"},
+                  {"text_config", TextConfig()}};
     out->push_back({dense, true});
     json moe = dense;
     moe["architectures"] = {"Qwen3_5MoeForConditionalGeneration"};
-    moe["text_config"].update({{"num_experts", 8}, {"num_experts_per_tok", 2},
-                               {"moe_intermediate_size", 64}});
+    moe["text_config"].update(
+        {{"num_experts", 8}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 64}});
     moe["quantization"] = {{"bits", 4}, {"group_size", 64}, {"lm_head", false}};
     out->push_back({moe, false});
     json next = TextConfig();
     next.erase("layer_types");
     next.erase("rope_parameters");
-    next.update({{"architectures", {"Qwen3NextForCausalLM"}}, {"model_type", "qwen3_next"},
-                 {"num_experts", 8}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 64},
-                 {"decoder_sparse_step", 1}, {"mlp_only_layers", {1}}, {"rope_theta", 5000000}});
+    next.update({{"architectures", {"Qwen3NextForCausalLM"}},
+                 {"model_type", "qwen3_next"},
+                 {"num_experts", 8},
+                 {"num_experts_per_tok", 2},
+                 {"moe_intermediate_size", 64},
+                 {"decoder_sparse_step", 1},
+                 {"mlp_only_layers", {1}},
+                 {"rope_theta", 5000000}});
     out->push_back({next, false});
     return out;
   }();

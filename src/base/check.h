@@ -8,10 +8,10 @@ namespace mtplx::internal {
 [[noreturn]] void CheckFailed(const char* file, int line, const char* cond, const char* msg);
 }  // namespace mtplx::internal
 
-#define MTPLX_CHECK(cond, msg)                                             \
-  do {                                                                     \
-    if (__builtin_expect(!(cond), 0))                                      \
-      ::mtplx::internal::CheckFailed(__FILE__, __LINE__, #cond, (msg));    \
+#define MTPLX_CHECK(cond, msg)                                          \
+  do {                                                                  \
+    if (__builtin_expect(!(cond), 0))                                   \
+      ::mtplx::internal::CheckFailed(__FILE__, __LINE__, #cond, (msg)); \
   } while (0)
 
 #ifdef NDEBUG

@@ -33,15 +33,16 @@ uint16_t F32ToF16(float value) {
   const uint32_t abs = word & 0x7fffffffu;
   if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
   if (abs >= 0x477ff000u) return sign | 0x7c00u;  // overflow (incl. inf) after rounding
-  if (abs < 0x38800000u) {                         // subnormal or zero in half
-    if (abs < 0x33000000u) return sign;            // rounds to zero
+  if (abs < 0x38800000u) {                        // subnormal or zero in half
+    if (abs < 0x33000000u) return sign;           // rounds to zero
     const uint32_t exponent = abs >> 23;
     const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
     const uint32_t shift = 126 - exponent;  // 14 + (112 - exponent) ... aligns to 2^-24 units
     const uint32_t half_mant = mantissa >> shift;
     const uint32_t rem = mantissa & ((1u << shift) - 1);
     const uint32_t halfway = 1u << (shift - 1);
-    uint32_t rounded = half_mant + ((rem > halfway || (rem == halfway && (half_mant & 1u))) ? 1 : 0);
+    uint32_t rounded =
+        half_mant + ((rem > halfway || (rem == halfway && (half_mant & 1u))) ? 1 : 0);
     return sign | static_cast<uint16_t>(rounded);
   }
   const uint32_t rounding = 0xfffu + ((abs >> 13) & 1u);

@@ -16,7 +16,8 @@ inline float Bf16ToF32(uint16_t bits) {
 inline uint16_t F32ToBf16(float value) {
   uint32_t word;
   std::memcpy(&word, &value, sizeof(word));
-  if ((word & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((word >> 16) | 0x40u);  // NaN
+  if ((word & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((word >> 16) | 0x40u);  // NaN
   const uint32_t rounding = 0x7fffu + ((word >> 16) & 1u);
   return static_cast<uint16_t>((word + rounding) >> 16);
 }

@@ -42,9 +42,7 @@ void ProgressBar::Draw(bool final) {
   const double fraction = total_ ? static_cast<double>(done_) / static_cast<double>(total_) : 1.0;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  auto amount = [&](uint64_t v) {
-    return unit_ == "B" ? HumanBytes(v) : StrCat(v, " ", unit_);
-  };
+  auto amount = [&](uint64_t v) { return unit_ == "B" ? HumanBytes(v) : StrCat(v, " ", unit_); };
   if (!tty_) {
     // Non-interactive output: one line per 10% so logs stay readable.
     const int decile = static_cast<int>(fraction * 10.0);

@@ -13,8 +13,8 @@ enum class StatusCode {
   kOk = 0,
   kInvalidArgument,
   kNotFound,
-  kDataLoss,        // corrupt or truncated input
-  kUnimplemented,   // valid input we do not support
+  kDataLoss,       // corrupt or truncated input
+  kUnimplemented,  // valid input we do not support
   kOutOfRange,
   kResourceExhausted,
   kFailedPrecondition,
@@ -42,7 +42,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
@@ -59,7 +61,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : value_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (status_.ok()) status_ = Internal("Result constructed from OK status without a value");
   }
@@ -84,9 +86,9 @@ class [[nodiscard]] Result {
 #define MTPLX_CONCAT_INNER(a, b) a##b
 #define MTPLX_CONCAT(a, b) MTPLX_CONCAT_INNER(a, b)
 
-#define MTPLX_RETURN_IF_ERROR(expr)             \
-  do {                                          \
-    ::mtplx::Status mtplx_status_ = (expr);     \
+#define MTPLX_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::mtplx::Status mtplx_status_ = (expr);        \
     if (!mtplx_status_.ok()) return mtplx_status_; \
   } while (0)
 

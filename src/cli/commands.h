@@ -2,9 +2,8 @@
 // yields the process exit code.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace mtplx::cli {
 

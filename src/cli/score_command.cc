@@ -3,11 +3,10 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/strings.h"
 #include "cli/commands.h"
@@ -49,8 +48,7 @@ nlohmann::json TopLogProbs(const float* logits, int64_t vocab, int k) {
   std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
                     [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
   nlohmann::json row = nlohmann::json::array();
-  for (int i = 0; i < k; ++i)
-    row.push_back({{"id", ids[i]}, {"logprob", logits[ids[i]] - log_z}});
+  for (int i = 0; i < k; ++i) row.push_back({{"id", ids[i]}, {"logprob", logits[ids[i]] - log_z}});
   return row;
 }
 
@@ -75,16 +73,18 @@ int RunScore(const ScoreOptions& o) {
   for (size_t begin = 0; begin < tokens->size(); begin += o.chunk) {
     const size_t n = std::min<size_t>(o.chunk, tokens->size() - begin);
     model::ForwardOutput result;
-    const Status s = m.Forward(*state, std::span<const int32_t>(tokens->data() + begin, n),
-                               forward, &result);
+    const Status s =
+        m.Forward(*state, std::span<const int32_t>(tokens->data() + begin, n), forward, &result);
     if (!s.ok()) return ReportError(s.message());
-    for (size_t r = 0; r < n; ++r) top.push_back(TopLogProbs(result.logits.data() + r * vocab, vocab, 5));
-    if (out && std::fwrite(result.logits.data(), 4, result.logits.size(), out) != result.logits.size())
+    for (size_t r = 0; r < n; ++r)
+      top.push_back(TopLogProbs(result.logits.data() + r * vocab, vocab, 5));
+    if (out &&
+        std::fwrite(result.logits.data(), 4, result.logits.size(), out) != result.logits.size())
       return ReportError(StrCat(o.logits_out, ": write failed"));
   }
   if (out && std::fclose(out) != 0) return ReportError(StrCat(o.logits_out, ": write failed"));
-  nlohmann::json report = {{"model", o.model_dir}, {"rows", tokens->size()}, {"vocab", vocab},
-                           {"top5", top}};
+  nlohmann::json report = {
+      {"model", o.model_dir}, {"rows", tokens->size()}, {"vocab", vocab}, {"top5", top}};
   std::printf("%s\n", report.dump().c_str());
   return 0;
 }

@@ -131,7 +131,8 @@ Result<Turn> Session::Reply(const chat::Conversation& conversation,
     const size_t safe = stopped ? turn.text.size()
                                 : turn.text.size() - std::min(turn.text.size(),
                                                               longest_stop ? longest_stop - 1 : 0);
-    if (on_text && safe > streamed) on_text(std::string_view(turn.text).substr(streamed, safe - streamed));
+    if (on_text && safe > streamed)
+      on_text(std::string_view(turn.text).substr(streamed, safe - streamed));
     streamed = std::max(streamed, safe);
     return !stopped;
   };
@@ -187,8 +188,10 @@ nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model) {
   out["verify_calls"] = p.verify_calls;
   out["bonus_tokens"] = p.bonus_tokens;
   out["corrections"] = p.corrections;
-  out["time_s"] = {{"draft", p.draft_seconds}, {"verify", p.verify_seconds},
-                   {"accept", p.accept_seconds}, {"commit", p.commit_seconds}};
+  out["time_s"] = {{"draft", p.draft_seconds},
+                   {"verify", p.verify_seconds},
+                   {"accept", p.accept_seconds},
+                   {"commit", p.commit_seconds}};
   return out;
 }
 

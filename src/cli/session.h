@@ -3,15 +3,14 @@
 // `chat` many.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "chat/chat_template.h"
@@ -39,7 +38,7 @@ struct GenerationFlags {
   double draft_temperature = -1, draft_top_p = -1;
   int draft_top_k = -1;
   std::string mtp_hidden = "post";
-  std::string think = "auto";  // enable_thinking: auto (template default) | on | off
+  std::string think = "auto";     // enable_thinking: auto (template default) | on | off
   std::vector<std::string> stop;  // stop strings: generation ends before the first match
   bool quiet = false;
 };

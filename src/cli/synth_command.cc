@@ -7,7 +7,8 @@ namespace mtplx::cli {
 
 Runner AddSynthCommand(CLI::App& app) {
   auto options = std::make_shared<synth::SynthOptions>();
-  CLI::App* cmd = app.add_subcommand("synth", "Write a synthetic checkpoint in the exact real format");
+  CLI::App* cmd =
+      app.add_subcommand("synth", "Write a synthetic checkpoint in the exact real format");
   cmd->add_option("--preset", options->preset, "dense-tiny | moe-tiny | next-tiny | qwen35-9b")
       ->check(CLI::IsMember({"dense-tiny", "moe-tiny", "next-tiny", "qwen35-9b"}));
   cmd->add_option("--out", options->out_dir, "Output folder")->required();
@@ -23,7 +24,8 @@ Runner AddSynthCommand(CLI::App& app) {
     const Status status = synth::WriteSyntheticCheckpoint(*options);
     if (!status.ok()) return ReportError(status.message());
     std::fprintf(stderr, "[mtplx] wrote %s (%s, %s%s) to %s\n", options->preset.c_str(),
-                 options->format.c_str(), options->bits ? std::to_string(options->bits).c_str() : "bf16",
+                 options->format.c_str(),
+                 options->bits ? std::to_string(options->bits).c_str() : "bf16",
                  options->bits ? (" bit g" + std::to_string(options->group_size)).c_str() : "",
                  options->out_dir.c_str());
     return 0;

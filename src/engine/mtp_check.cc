@@ -18,7 +18,8 @@ Result<MtpCheck> CheckMtp(const model::Model& model, const std::vector<int32_t>&
   request.max_tokens = tokens;
   SpeculativeOptions options;
   options.depth = 1;
-  MTPLX_ASSIGN_OR_RETURN(SpeculativeResult run, GenerateSpeculative(model, request, options, nullptr));
+  MTPLX_ASSIGN_OR_RETURN(SpeculativeResult run,
+                         GenerateSpeculative(model, request, options, nullptr));
   const auto acceptance = run.speculative.AcceptanceByDepth();
   check.acceptance = acceptance.empty() ? 0.0 : acceptance[0];
   check.usable = check.acceptance >= kMinUsableAcceptance;

@@ -16,7 +16,8 @@ Result<std::vector<int32_t>> BuildPrompt(const chat::ChatTemplate& chat_template
                                          const tokenizer::Tokenizer& tokenizer,
                                          const chat::Conversation& conversation,
                                          const chat::RenderOptions& options) {
-  MTPLX_ASSIGN_OR_RETURN(chat::RenderedPrompt rendered, chat_template.Render(conversation, options));
+  MTPLX_ASSIGN_OR_RETURN(chat::RenderedPrompt rendered,
+                         chat_template.Render(conversation, options));
   return EncodeRendered(tokenizer, rendered);
 }
 

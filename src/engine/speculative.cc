@@ -69,9 +69,9 @@ class SpeculativeRun {
   SpeculativeStats stats_;
   bool finished_ = false;
   std::optional<int32_t> pending_;
-  std::vector<float> last_logits_;  // target logits of the last committed position
-  std::vector<float> last_hidden_;  // trunk hidden of the last committed position
-  std::vector<float> pair_hidden_;  // MTP history still to feed: hidden rows ...
+  std::vector<float> last_logits_;    // target logits of the last committed position
+  std::vector<float> last_hidden_;    // trunk hidden of the last committed position
+  std::vector<float> pair_hidden_;    // MTP history still to feed: hidden rows ...
   std::vector<int32_t> pair_tokens_;  // ... and the token that followed each
 };
 
@@ -213,8 +213,8 @@ Status SpeculativeRun::Cycle() {
   }
   if (accepted == depth && !finished_) {
     const float* row = target.logits.data() + depth * vocab_;
-    const int32_t bonus = sample::Sample(std::span<const float>(row, vocab_), request_.sampling,
-                                         rng_, counts_);
+    const int32_t bonus =
+        sample::Sample(std::span<const float>(row, vocab_), request_.sampling, rng_, counts_);
     ++stats_.bonus_tokens;
     if (Emit(bonus)) pending_ = bonus;
   }
@@ -271,7 +271,8 @@ std::vector<double> SpeculativeStats::AcceptanceUnconditional() const {
 
 double SpeculativeStats::MeanTokensPerCycle() const {
   int64_t total = 0;
-  for (size_t n = 0; n < tokens_per_cycle.size(); ++n) total += static_cast<int64_t>(n) * tokens_per_cycle[n];
+  for (size_t n = 0; n < tokens_per_cycle.size(); ++n)
+    total += static_cast<int64_t>(n) * tokens_per_cycle[n];
   return cycles ? static_cast<double>(total) / static_cast<double>(cycles) : 0.0;
 }
 

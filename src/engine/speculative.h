@@ -42,10 +42,10 @@ struct SpeculativeStats {
   int64_t corrections = 0;
   std::vector<int64_t> proposed_by_depth;  // drafts evaluated at depth d (all before accepted)
   std::vector<int64_t> accepted_by_depth;
-  std::vector<int64_t> tokens_per_cycle;   // histogram: [n] = cycles that committed n tokens
+  std::vector<int64_t> tokens_per_cycle;  // histogram: [n] = cycles that committed n tokens
   double draft_seconds = 0, verify_seconds = 0, accept_seconds = 0, commit_seconds = 0;
 
-  std::vector<double> AcceptanceByDepth() const;       // conditional
+  std::vector<double> AcceptanceByDepth() const;        // conditional
   std::vector<double> AcceptanceUnconditional() const;  // accepted at d / cycles
   double MeanTokensPerCycle() const;
 };

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/file.h"
 #include "base/strings.h"

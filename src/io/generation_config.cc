@@ -1,7 +1,6 @@
 #include "io/generation_config.h"
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"

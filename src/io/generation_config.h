@@ -18,7 +18,7 @@ struct GenerationDefaults {
   int top_k = 20;
   double min_p = 0.0;
   std::string source = "built-in";  // which file the sampler values came from
-  int mtp_depth = 2;  // mtplx_runtime.json mtp_depth_default / recommended_mtp_depth
+  int mtp_depth = 2;                // mtplx_runtime.json mtp_depth_default / recommended_mtp_depth
 };
 
 Result<GenerationDefaults> LoadGenerationDefaults(const std::string& model_dir);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
@@ -212,8 +211,8 @@ Status Validate(const ModelConfig& c, const std::string& label) {
       if (s < 0 || __builtin_add_overflow(sum, s, &sum))
         return bad("mrope_section entries must be small non-negative integers");
     if (sum != c.rope.rotary_dim / 2)
-      return bad(StrCat("mrope_section sums to ", sum, " but rotary_dim/2 is ",
-                        c.rope.rotary_dim / 2));
+      return bad(
+          StrCat("mrope_section sums to ", sum, " but rotary_dim/2 is ", c.rope.rotary_dim / 2));
   }
   const bool any_moe = c.num_experts > 0;
   if (any_moe && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts ||
@@ -225,8 +224,8 @@ Status Validate(const ModelConfig& c, const std::string& label) {
   if (c.quant.present) {
     for (const auto& spec : {std::optional<QuantSpec>(c.quant.global)}) {
       if (spec->mode != "affine")
-        return Unimplemented(StrCat(label, ": quantization mode '", spec->mode,
-                                    "' is not supported (affine only)"));
+        return Unimplemented(
+            StrCat(label, ": quantization mode '", spec->mode, "' is not supported (affine only)"));
     }
     for (const auto& [module, spec] : c.quant.overrides)
       if (spec && spec->mode != "affine")
@@ -240,9 +239,12 @@ Status Validate(const ModelConfig& c, const std::string& label) {
 
 const char* ModelFamilyName(ModelFamily family) {
   switch (family) {
-    case ModelFamily::kQwen35: return "qwen3_5";
-    case ModelFamily::kQwen35Moe: return "qwen3_5_moe";
-    case ModelFamily::kQwen3Next: return "qwen3_next";
+    case ModelFamily::kQwen35:
+      return "qwen3_5";
+    case ModelFamily::kQwen35Moe:
+      return "qwen3_5_moe";
+    case ModelFamily::kQwen3Next:
+      return "qwen3_next";
   }
   return "unknown";
 }
@@ -302,8 +304,7 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::stri
   c.mlp_only_layers = r.IntList("mlp_only_layers");
   c.rms_norm_eps = r.Number("rms_norm_eps", 1e-6);
   c.max_position_embeddings = r.Int("max_position_embeddings", 262144);
-  c.tie_word_embeddings =
-      r.Bool("tie_word_embeddings", top.Bool("tie_word_embeddings", false));
+  c.tie_word_embeddings = r.Bool("tie_word_embeddings", top.Bool("tie_word_embeddings", false));
   c.mtp_layers = r.Int("mtp_num_hidden_layers", r.Int("num_nextn_predict_layers", 1));
   c.mtp_dedicated_embeddings = r.Bool("mtp_use_dedicated_embeddings", false);
   c.mtp_norm_encoding = top.String("mtplx_mtp_norm_encoding", top.String("mtp_norm_encoding"));

@@ -32,11 +32,11 @@ ResidentBuffer& ResidentBuffer::operator=(ResidentBuffer&& other) noexcept {
 Result<ResidentBuffer> ResidentBuffer::Allocate(size_t size) {
   ResidentBuffer buffer;
   buffer.mapped_ = size == 0 ? 4096 : (size + 4095) / 4096 * 4096;
-  void* p = mmap(nullptr, buffer.mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
+  void* p =
+      mmap(nullptr, buffer.mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
-    return ResourceExhausted(StrCat("cannot allocate ", HumanBytes(size), " for weights (",
-                                    std::strerror(errno), ")"));
+    return ResourceExhausted(
+        StrCat("cannot allocate ", HumanBytes(size), " for weights (", std::strerror(errno), ")"));
   madvise(p, buffer.mapped_, MADV_HUGEPAGE);  // fewer TLB misses while streaming weights
   buffer.data_ = static_cast<uint8_t*>(p);
   buffer.size_ = size;
@@ -58,7 +58,8 @@ Result<ResidentBuffer> ResidentBuffer::ReadFile(const std::string& path, uint64_
     if (got <= 0) {
       close(fd);
       return DataLoss(StrCat(path, ": file ends after ", offset + done, " bytes, expected ",
-                             offset + size, got < 0 ? StrCat(" (", std::strerror(errno), ")") : ""));
+                             offset + size,
+                             got < 0 ? StrCat(" (", std::strerror(errno), ")") : ""));
     }
     done += static_cast<size_t>(got);
     if (progress) progress->Add(static_cast<uint64_t>(got));

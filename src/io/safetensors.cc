@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
@@ -67,8 +66,8 @@ Status CheckNoOverlap(const SafetensorsHeader& header, const std::string& label)
   uint64_t covered_to = 0;
   for (const auto& [name, entry] : order) {
     if (widest && entry->begin < covered_to)
-      return DataLoss(StrCat(label, ": tensors '", *widest, "' and '", *name,
-                             "' overlap in the data section"));
+      return DataLoss(
+          StrCat(label, ": tensors '", *widest, "' and '", *name, "' overlap in the data section"));
     if (entry->end > covered_to) {
       covered_to = entry->end;
       widest = name;
@@ -87,7 +86,8 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view text, uint64_t
   SafetensorsHeader header;
   for (auto it = root.begin(); it != root.end(); ++it) {
     if (it.key() == "__metadata__") {
-      if (!it.value().is_object()) return DataLoss(StrCat(label, ": __metadata__ is not an object"));
+      if (!it.value().is_object())
+        return DataLoss(StrCat(label, ": __metadata__ is not an object"));
       for (auto m = it.value().begin(); m != it.value().end(); ++m)
         if (m.value().is_string()) header.metadata[m.key()] = m.value().get<std::string>();
       continue;

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
@@ -29,8 +28,8 @@ Status SafetensorsWriter::Begin() {
   if (!metadata_.empty()) header["__metadata__"] = metadata_;
   for (const auto& name : order_) {
     const Planned& p = planned_[name];
-    header[name] = {{"dtype", DTypeName(p.dtype)}, {"shape", p.shape},
-                    {"data_offsets", {p.begin, p.end}}};
+    header[name] = {
+        {"dtype", DTypeName(p.dtype)}, {"shape", p.shape}, {"data_offsets", {p.begin, p.end}}};
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned

@@ -20,9 +20,7 @@ struct HeadView {
 
   const float* q(int64_t t) const { return in.q + (t * dims.key_heads + key_head) * dims.key_dim; }
   const float* k(int64_t t) const { return in.k + (t * dims.key_heads + key_head) * dims.key_dim; }
-  const float* v(int64_t t) const {
-    return in.v + (t * dims.value_heads + head) * dims.value_dim;
-  }
+  const float* v(int64_t t) const { return in.v + (t * dims.value_heads + head) * dims.value_dim; }
   float g(int64_t t) const { return in.g[t * dims.value_heads + head]; }
   float beta(int64_t t) const { return in.beta[t * dims.value_heads + head]; }
 };
@@ -63,8 +61,7 @@ void ChunkHead(const HeadView& h, int64_t t0, int64_t n, float* s, float* out) {
   // L_ij = beta_i (k_i . k_j) exp(G_i - G_j) for j < i.
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < i; ++j)
-      L[i * n + j] =
-          h.beta(t0 + i) * DotF32(h.k(t0 + i), h.k(t0 + j), dk) * std::exp(G[i] - G[j]);
+      L[i * n + j] = h.beta(t0 + i) * DotF32(h.k(t0 + i), h.k(t0 + j), dk) * std::exp(G[i] - G[j]);
   // Forward substitution: U = (I + L)^-1 (beta V), W = (I + L)^-1 (beta e^G K).
   for (int64_t i = 0; i < n; ++i) {
     const float b = h.beta(t0 + i);

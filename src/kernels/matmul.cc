@@ -9,7 +9,8 @@
 namespace mtplx::kernels {
 namespace {
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
 // Each clone computes the same operations in the same order (no FMA contraction), so results
 // are identical whichever one the CPU runs.
 #define MTPLX_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -85,17 +86,23 @@ MTPLX_TARGET_CLONES float DotF32Impl(const float* a, const float* b, int64_t n) 
   return ReduceLanes(acc);
 }
 
-using QuantRowFn = void (*)(const uint32_t*, const float*, const float*, int64_t, int,
-                            const float*, const float*, int64_t, int64_t, float*, int64_t, float*);
+using QuantRowFn = void (*)(const uint32_t*, const float*, const float*, int64_t, int, const float*,
+                            const float*, int64_t, int64_t, float*, int64_t, float*);
 
 QuantRowFn QuantRowFor(int bits) {
   switch (bits) {
-    case 2: return QuantRowDot<2>;
-    case 3: return QuantRowDot<3>;
-    case 4: return QuantRowDot<4>;
-    case 5: return QuantRowDot<5>;
-    case 6: return QuantRowDot<6>;
-    default: return QuantRowDot<8>;
+    case 2:
+      return QuantRowDot<2>;
+    case 3:
+      return QuantRowDot<3>;
+    case 4:
+      return QuantRowDot<4>;
+    case 5:
+      return QuantRowDot<5>;
+    case 6:
+      return QuantRowDot<6>;
+    default:
+      return QuantRowDot<8>;
   }
 }
 
@@ -137,7 +144,8 @@ void DenseMatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, Thre
       } else {
         DequantizeRow(w, n, row.data());
       }
-      for (int64_t m = 0; m < m_rows; ++m) y[m * w.rows + n] = DotF32Impl(weights, x + m * cols, cols);
+      for (int64_t m = 0; m < m_rows; ++m)
+        y[m * w.rows + n] = DotF32Impl(weights, x + m * cols, cols);
     }
   };
   if (pool) {

@@ -46,9 +46,9 @@ void GatedAttention(const LayerContext& ctx, const AttentionWeights& w,
   std::memcpy(cache.keys.data() + ctx.first_position * kv_width, k.data(), k.size() * 4);
   std::memcpy(cache.values.data() + ctx.first_position * kv_width, v.data(), v.size() * 4);
   std::vector<float> o(m * heads * d);
-  kernels::CausalAttention({heads, kv_heads, d}, q.data(), m, ctx.first_position,
-                           cache.keys.data(), cache.values.data(),
-                           1.0f / std::sqrt(static_cast<float>(d)), o.data(), ctx.pool);
+  kernels::CausalAttention({heads, kv_heads, d}, q.data(), m, ctx.first_position, cache.keys.data(),
+                           cache.values.data(), 1.0f / std::sqrt(static_cast<float>(d)), o.data(),
+                           ctx.pool);
   if (c.attn_output_gate)
     for (size_t i = 0; i < o.size(); ++i) o[i] *= kernels::SigmoidScalar(gate[i]);
   kernels::MatMul(w.o_proj, o.data(), m, y, ctx.pool);

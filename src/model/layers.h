@@ -22,8 +22,8 @@ struct LayerContext {
   int64_t rows;
 };
 
-void GatedAttention(const LayerContext& ctx, const AttentionWeights& w, state::AttentionCache& cache,
-                    const float* x, float* y);
+void GatedAttention(const LayerContext& ctx, const AttentionWeights& w,
+                    state::AttentionCache& cache, const float* x, float* y);
 
 // With a capture, runs the recurrent path and records what CommitVerify needs.
 void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::DeltaNetState& st,

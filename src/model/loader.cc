@@ -58,9 +58,8 @@ class Binder {
 
 Status ShapeError(const std::string& file, const std::string& name, const TensorView& t,
                   const std::vector<int64_t>& expected, const char* what = "") {
-  return InvalidArgument(StrCat(file, ": tensor '", name, "' has shape ", ShapeString(t.shape),
-                                " ", DTypeName(t.dtype), ", expected ", ShapeString(expected),
-                                what));
+  return InvalidArgument(StrCat(file, ": tensor '", name, "' has shape ", ShapeString(t.shape), " ",
+                                DTypeName(t.dtype), ", expected ", ShapeString(expected), what));
 }
 
 Result<Matrix> Binder::Bind(const std::string& weight_name, const std::string& module,
@@ -104,10 +103,11 @@ Result<Matrix> Binder::BindQuantized(const std::string& weight_name, const std::
   const int64_t bits = w.dim(-1) * 32 / cols;
   if (cols % s.dim(-1) || (w.dim(-1) * 32) % cols || !kernels::IsSupportedAffineBits(bits) ||
       !kernels::IsSupportedGroupSize(static_cast<int>(group)) || s.shape != with_last(cols / group))
-    return Unimplemented(StrCat(file, ": tensor '", name, "' packs ", cols, " columns into ",
-                                w.dim(-1), " words with ", s.dim(-1),
-                                " groups; supported: affine bits 2,3,4,5,6,8 and groups 32,64,128"));
-  const std::string original_module = name.substr(0, name.size() - (EndsWith(name, ".weight") ? 7 : 0));
+    return Unimplemented(StrCat(
+        file, ": tensor '", name, "' packs ", cols, " columns into ", w.dim(-1), " words with ",
+        s.dim(-1), " groups; supported: affine bits 2,3,4,5,6,8 and groups 32,64,128"));
+  const std::string original_module =
+      name.substr(0, name.size() - (EndsWith(name, ".weight") ? 7 : 0));
   if (const auto spec = config_.QuantFor(original_module); spec && config_.quant.present) {
     if (spec->bits != bits || spec->group_size != group)
       return InvalidArgument(StrCat(file, ": tensor '", name, "' is ", bits, "-bit g", group,
@@ -151,8 +151,10 @@ Result<AttentionWeights> BindAttention(const Binder& b, const std::string& p, bo
   AttentionWeights a;
   const int64_t q_rows = c.num_heads * d * (c.attn_output_gate ? 2 : 1);
   MTPLX_ASSIGN_OR_RETURN(a.q_proj, b.Bind(p + "q_proj.weight", p + "q_proj", {q_rows, h}));
-  MTPLX_ASSIGN_OR_RETURN(a.k_proj, b.Bind(p + "k_proj.weight", p + "k_proj", {c.num_kv_heads * d, h}));
-  MTPLX_ASSIGN_OR_RETURN(a.v_proj, b.Bind(p + "v_proj.weight", p + "v_proj", {c.num_kv_heads * d, h}));
+  MTPLX_ASSIGN_OR_RETURN(a.k_proj,
+                         b.Bind(p + "k_proj.weight", p + "k_proj", {c.num_kv_heads * d, h}));
+  MTPLX_ASSIGN_OR_RETURN(a.v_proj,
+                         b.Bind(p + "v_proj.weight", p + "v_proj", {c.num_kv_heads * d, h}));
   MTPLX_ASSIGN_OR_RETURN(a.o_proj, b.Bind(p + "o_proj.weight", p + "o_proj", {h, c.num_heads * d}));
   MTPLX_ASSIGN_OR_RETURN(a.q_norm, b.Vector(p + "q_norm.weight", d, add_one));
   MTPLX_ASSIGN_OR_RETURN(a.k_norm, b.Vector(p + "k_norm.weight", d, add_one));
@@ -211,13 +213,15 @@ Result<DeltaNetWeights> BindDeltaNet(Binder& b, const std::string& p) {
     MTPLX_RETURN_IF_ERROR(UngroupQwen3Next(b, p));
     MTPLX_ASSIGN_OR_RETURN(Matrix qkvz, b.Bind(p + "in_proj_qkvz.weight", p + "in_proj_qkvz",
                                                {conv_dim + value_dim, h}));
-    MTPLX_ASSIGN_OR_RETURN(Matrix ba, b.Bind(p + "in_proj_ba.weight", p + "in_proj_ba", {2 * hv, h}));
+    MTPLX_ASSIGN_OR_RETURN(Matrix ba,
+                           b.Bind(p + "in_proj_ba.weight", p + "in_proj_ba", {2 * hv, h}));
     w.in_qkv = qkvz.RowSlice(0, conv_dim);
     w.in_z = qkvz.RowSlice(conv_dim, value_dim);
     w.in_b = ba.RowSlice(0, hv);
     w.in_a = ba.RowSlice(hv, hv);
   } else {
-    MTPLX_ASSIGN_OR_RETURN(w.in_qkv, b.Bind(p + "in_proj_qkv.weight", p + "in_proj_qkv", {conv_dim, h}));
+    MTPLX_ASSIGN_OR_RETURN(w.in_qkv,
+                           b.Bind(p + "in_proj_qkv.weight", p + "in_proj_qkv", {conv_dim, h}));
     MTPLX_ASSIGN_OR_RETURN(w.in_z, b.Bind(p + "in_proj_z.weight", p + "in_proj_z", {value_dim, h}));
     MTPLX_ASSIGN_OR_RETURN(w.in_b, b.Bind(p + "in_proj_b.weight", p + "in_proj_b", {hv, h}));
     MTPLX_ASSIGN_OR_RETURN(w.in_a, b.Bind(p + "in_proj_a.weight", p + "in_proj_a", {hv, h}));
@@ -254,11 +258,10 @@ Status BindExperts(const Binder& b, const std::string& p, MoeWeights& moe) {
   const int64_t e = c.num_experts, inter = c.moe_intermediate_size, h = c.hidden_size;
   moe.experts.resize(e);
   if (b.Has(p + "experts.gate_up_proj")) {  // HF fused [E, 2I, H] and [E, H, I]
-    MTPLX_ASSIGN_OR_RETURN(Matrix gate_up,
-                           b.Bind(p + "experts.gate_up_proj", p + "experts.gate_up_proj",
-                                  {e, 2 * inter, h}));
-    MTPLX_ASSIGN_OR_RETURN(Matrix down, b.Bind(p + "experts.down_proj", p + "experts.down_proj",
-                                               {e, h, inter}));
+    MTPLX_ASSIGN_OR_RETURN(Matrix gate_up, b.Bind(p + "experts.gate_up_proj",
+                                                  p + "experts.gate_up_proj", {e, 2 * inter, h}));
+    MTPLX_ASSIGN_OR_RETURN(Matrix down,
+                           b.Bind(p + "experts.down_proj", p + "experts.down_proj", {e, h, inter}));
     for (int64_t i = 0; i < e; ++i) {
       moe.experts[i].gate = gate_up.RowSlice(i * 2 * inter, inter);
       moe.experts[i].up = gate_up.RowSlice(i * 2 * inter + inter, inter);
@@ -268,9 +271,11 @@ Status BindExperts(const Binder& b, const std::string& p, MoeWeights& moe) {
   }
   if (b.Has(p + "switch_mlp.gate_proj.weight")) {  // MLX stacked [E, I, H]
     const std::string s = p + "switch_mlp.";
-    MTPLX_ASSIGN_OR_RETURN(Matrix gate, b.Bind(s + "gate_proj.weight", s + "gate_proj", {e, inter, h}));
+    MTPLX_ASSIGN_OR_RETURN(Matrix gate,
+                           b.Bind(s + "gate_proj.weight", s + "gate_proj", {e, inter, h}));
     MTPLX_ASSIGN_OR_RETURN(Matrix up, b.Bind(s + "up_proj.weight", s + "up_proj", {e, inter, h}));
-    MTPLX_ASSIGN_OR_RETURN(Matrix down, b.Bind(s + "down_proj.weight", s + "down_proj", {e, h, inter}));
+    MTPLX_ASSIGN_OR_RETURN(Matrix down,
+                           b.Bind(s + "down_proj.weight", s + "down_proj", {e, h, inter}));
     for (int64_t i = 0; i < e; ++i) {
       moe.experts[i].gate = gate.RowSlice(i * inter, inter);
       moe.experts[i].up = up.RowSlice(i * inter, inter);
@@ -287,11 +292,13 @@ Status BindExperts(const Binder& b, const std::string& p, MoeWeights& moe) {
 Result<MoeWeights> BindMoe(const Binder& b, const std::string& p) {
   const ModelConfig& c = b.config();
   MoeWeights moe;
-  MTPLX_ASSIGN_OR_RETURN(moe.router, b.Bind(p + "gate.weight", p + "gate", {c.num_experts, c.hidden_size}));
+  MTPLX_ASSIGN_OR_RETURN(moe.router,
+                         b.Bind(p + "gate.weight", p + "gate", {c.num_experts, c.hidden_size}));
   MTPLX_RETURN_IF_ERROR(BindExperts(b, p, moe));
   moe.has_shared = c.shared_expert_intermediate_size > 0;
   if (moe.has_shared) {
-    MTPLX_ASSIGN_OR_RETURN(moe.shared, BindMlp(b, p + "shared_expert.", c.shared_expert_intermediate_size));
+    MTPLX_ASSIGN_OR_RETURN(moe.shared,
+                           BindMlp(b, p + "shared_expert.", c.shared_expert_intermediate_size));
     MTPLX_ASSIGN_OR_RETURN(moe.shared_gate, b.Bind(p + "shared_expert_gate.weight",
                                                    p + "shared_expert_gate", {1, c.hidden_size}));
   }
@@ -304,7 +311,8 @@ Result<LayerWeights> BindLayer(Binder& b, const std::string& p, bool is_attentio
   LayerWeights l;
   l.is_attention = is_attention;
   l.is_moe = is_moe;
-  MTPLX_ASSIGN_OR_RETURN(l.input_norm, b.Vector(p + "input_layernorm.weight", c.hidden_size, add_one));
+  MTPLX_ASSIGN_OR_RETURN(l.input_norm,
+                         b.Vector(p + "input_layernorm.weight", c.hidden_size, add_one));
   MTPLX_ASSIGN_OR_RETURN(l.post_norm,
                          b.Vector(p + "post_attention_layernorm.weight", c.hidden_size, add_one));
   if (is_attention) {
@@ -345,10 +353,13 @@ bool MtpNormsAreDelta(const Binder& b, bool mlx_origin) {
     for (int64_t i = 0; i < t->NumElements(); ++i) sum += t->GetFloat(i);
     return sum / static_cast<double>(t->NumElements());
   };
-  const double low = (mean("mtp.pre_fc_norm_hidden.weight") + mean("mtp.pre_fc_norm_embedding.weight") +
-                      mean("mtp.layers.0.input_layernorm.weight")) / 3.0;
+  const double low =
+      (mean("mtp.pre_fc_norm_hidden.weight") + mean("mtp.pre_fc_norm_embedding.weight") +
+       mean("mtp.layers.0.input_layernorm.weight")) /
+      3.0;
   const double qk = (mean("mtp.layers.0.self_attn.q_norm.weight") +
-                     mean("mtp.layers.0.self_attn.k_norm.weight")) / 2.0;
+                     mean("mtp.layers.0.self_attn.k_norm.weight")) /
+                    2.0;
   return low < 0.5 && qk < 1.25;
 }
 
@@ -361,7 +372,8 @@ Result<MtpWeights> BindMtp(Binder& b, bool mlx_origin) {
   MTPLX_ASSIGN_OR_RETURN(mtp.fc, b.Bind("mtp.fc.weight", "mtp.fc", {h, 2 * h}));
   MTPLX_ASSIGN_OR_RETURN(mtp.pre_fc_norm_embedding,
                          b.Vector("mtp.pre_fc_norm_embedding.weight", h, add_one));
-  MTPLX_ASSIGN_OR_RETURN(mtp.pre_fc_norm_hidden, b.Vector("mtp.pre_fc_norm_hidden.weight", h, add_one));
+  MTPLX_ASSIGN_OR_RETURN(mtp.pre_fc_norm_hidden,
+                         b.Vector("mtp.pre_fc_norm_hidden.weight", h, add_one));
   MTPLX_ASSIGN_OR_RETURN(mtp.norm, b.Vector("mtp.norm.weight", h, add_one));
   const bool moe = c.num_experts > 0;
   MTPLX_ASSIGN_OR_RETURN(mtp.layer, BindLayer(b, "mtp.layers.0.", true, moe, add_one));
@@ -374,8 +386,8 @@ Result<MtpWeights> BindMtp(Binder& b, bool mlx_origin) {
 std::string NormalizeTensorName(const std::string& name) {
   for (const char* skip : {"model.visual.", "vision_tower.", "visual.", "model.vision_tower."})
     if (StartsWith(name, skip)) return "";
-  for (const char* prefix : {"model.language_model.", "language_model.model.", "model.",
-                             "language_model."})
+  for (const char* prefix :
+       {"model.language_model.", "language_model.model.", "model.", "language_model."})
     if (StartsWith(name, prefix)) return name.substr(std::strlen(prefix));
   return name;
 }
@@ -389,12 +401,13 @@ Result<ModelWeights> BindWeights(const ModelConfig& config, io::Checkpoint& chec
                                          {config.vocab_size, config.hidden_size}));
   if (config.tie_word_embeddings || !b.Has("lm_head.weight")) {
     if (!config.tie_word_embeddings)
-      return NotFound(StrCat(checkpoint.dir(), ": missing tensor 'lm_head.weight' (the config "
-                                               "says the head is not tied to the embedding)"));
+      return NotFound(StrCat(checkpoint.dir(),
+                             ": missing tensor 'lm_head.weight' (the config "
+                             "says the head is not tied to the embedding)"));
     w.lm_head = w.embed;
   } else {
-    MTPLX_ASSIGN_OR_RETURN(w.lm_head, b.Bind("lm_head.weight", "lm_head",
-                                             {config.vocab_size, config.hidden_size}));
+    MTPLX_ASSIGN_OR_RETURN(
+        w.lm_head, b.Bind("lm_head.weight", "lm_head", {config.vocab_size, config.hidden_size}));
   }
   MTPLX_ASSIGN_OR_RETURN(w.final_norm, b.Vector("norm.weight", config.hidden_size, add_one));
   for (int64_t i = 0; i < config.num_layers; ++i) {

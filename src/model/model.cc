@@ -59,8 +59,8 @@ Status Model::CheckTokens(const state::SequenceState& state,
   if (tokens.empty()) return InvalidArgument("forward: no tokens");
   for (int32_t t : tokens)
     if (t < 0 || t >= c.vocab_size)
-      return OutOfRange(StrCat("forward: token id ", t, " is outside the vocabulary (size ",
-                               c.vocab_size, ")"));
+      return OutOfRange(
+          StrCat("forward: token id ", t, " is outside the vocabulary (size ", c.vocab_size, ")"));
   const int64_t end = state.position() + static_cast<int64_t>(tokens.size());
   if (end > c.max_position_embeddings)
     return OutOfRange(StrCat("forward: position ", end, " exceeds max_position_embeddings ",
@@ -110,8 +110,9 @@ void Model::Finish(const std::vector<float>& gain, const std::vector<float>& x, 
     out->logits.clear();
     return;
   }
-  out->logit_rows =
-      options.all_logits ? rows : std::min<int64_t>(rows, std::max<int64_t>(1, options.last_logit_rows));
+  out->logit_rows = options.all_logits
+                        ? rows
+                        : std::min<int64_t>(rows, std::max<int64_t>(1, options.last_logit_rows));
   out->logits.resize(out->logit_rows * config_.vocab_size);
   const float* head_in = out->hidden.data() + (rows - out->logit_rows) * h;
   kernels::MatMul(weights_.lm_head, head_in, out->logit_rows, out->logits.data(), pool_.get());
@@ -129,7 +130,8 @@ Status Model::Forward(state::SequenceState& state, std::span<const int32_t> toke
   }
   std::vector<float> x(m * h);
   Scratch scratch{std::vector<float>(m * h), std::vector<float>(m * h)};
-  for (int64_t r = 0; r < m; ++r) kernels::DequantizeRow(weights_.embed, tokens[r], x.data() + r * h);
+  for (int64_t r = 0; r < m; ++r)
+    kernels::DequantizeRow(weights_.embed, tokens[r], x.data() + r * h);
   for (int64_t l = 0; l < c.num_layers; ++l)
     RunDecoderLayer(weights_.layers[l], l, state, options, m, x.data(), scratch);
   state.Advance(m);

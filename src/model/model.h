@@ -49,9 +49,9 @@ struct ForwardOptions {
 struct ForwardOutput {
   int64_t rows = 0;
   int64_t logit_rows = 0;
-  std::vector<float> logits;          // [logit_rows, vocab]
-  std::vector<float> hidden;          // [rows, hidden] after the final norm (fed to lm_head)
-  std::vector<float> pre_norm_hidden; // [rows, hidden] residual stream before the final norm
+  std::vector<float> logits;           // [logit_rows, vocab]
+  std::vector<float> hidden;           // [rows, hidden] after the final norm (fed to lm_head)
+  std::vector<float> pre_norm_hidden;  // [rows, hidden] residual stream before the final norm
 };
 
 // Rows at or above this count use the chunked DeltaNet path under DeltaNetPath::kAuto.

@@ -21,15 +21,15 @@ struct AttentionWeights {
 };
 
 struct DeltaNetWeights {
-  Matrix in_qkv;    // [conv_dim, hidden]: q | k | v, head-major
-  Matrix in_z;      // [value_dim, hidden]
-  Matrix in_b;      // [value_heads, hidden]
-  Matrix in_a;      // [value_heads, hidden]
-  Matrix out_proj;  // [hidden, value_dim]
-  std::vector<float> conv;     // [conv_dim, kernel]
+  Matrix in_qkv;                     // [conv_dim, hidden]: q | k | v, head-major
+  Matrix in_z;                       // [value_dim, hidden]
+  Matrix in_b;                       // [value_heads, hidden]
+  Matrix in_a;                       // [value_heads, hidden]
+  Matrix out_proj;                   // [hidden, value_dim]
+  std::vector<float> conv;           // [conv_dim, kernel]
   std::vector<float> neg_exp_a_log;  // [value_heads]  -exp(A_log)
-  std::vector<float> dt_bias;  // [value_heads]
-  std::vector<float> norm;     // [value_dim_per_head] gated-norm weight (never shifted)
+  std::vector<float> dt_bias;        // [value_heads]
+  std::vector<float> norm;           // [value_dim_per_head] gated-norm weight (never shifted)
 };
 
 struct MlpWeights {

@@ -21,8 +21,8 @@ struct SamplingParams {
 };
 
 struct SparseDistribution {
-  std::vector<int32_t> ids;    // descending probability
-  std::vector<double> probs;   // sums to 1
+  std::vector<int32_t> ids;   // descending probability
+  std::vector<double> probs;  // sums to 1
 };
 
 // Counter-based random numbers: draw i of a request depends only on (seed, i), so a replay

@@ -72,8 +72,8 @@ void SequenceState::Restore(const SequenceSnapshot& snapshot) {
 
 Status SequenceState::Truncate(int64_t new_position) {
   if (new_position < 0 || new_position > position_)
-    return OutOfRange(StrCat("cannot truncate a state at position ", position_, " to ",
-                             new_position));
+    return OutOfRange(
+        StrCat("cannot truncate a state at position ", position_, " to ", new_position));
   if (new_position == position_) return Status::Ok();
   if (HasRecurrentLayers())
     return FailedPrecondition(

@@ -81,7 +81,8 @@ class Builder {
   }
 
   void DeltaNet(const std::string& phys, const std::string& log, bool f32_extras) {
-    const int64_t hk = Get(text_, "linear_num_key_heads"), hv = Get(text_, "linear_num_value_heads");
+    const int64_t hk = Get(text_, "linear_num_key_heads"),
+                  hv = Get(text_, "linear_num_value_heads");
     const int64_t dk = Get(text_, "linear_key_head_dim"), dv = Get(text_, "linear_value_head_dim");
     const int64_t k = Get(text_, "linear_conv_kernel_dim");
     const int64_t conv_dim = 2 * hk * dk + hv * dv, value_dim = hv * dv;
@@ -98,7 +99,8 @@ class Builder {
     Physical conv;
     conv.name = phys + "conv1d.weight";
     conv.shape = {conv_dim, k};
-    conv.file_shape = mlx_ ? std::vector<int64_t>{conv_dim, k, 1} : std::vector<int64_t>{conv_dim, 1, k};
+    conv.file_shape =
+        mlx_ ? std::vector<int64_t>{conv_dim, k, 1} : std::vector<int64_t>{conv_dim, 1, k};
     conv.parts = {{L(log + "conv1d", conv_dim, k, Init::kConv)}};
     plan_.physicals.push_back(conv);
     const DType extra = f32_extras ? DType::kF32 : DType::kBF16;
@@ -154,7 +156,8 @@ class Builder {
   }
 
   void Moe(const std::string& phys, const std::string& log, bool fused) {
-    const int64_t e = Get(text_, "num_experts"), shared = Get(text_, "shared_expert_intermediate_size");
+    const int64_t e = Get(text_, "num_experts"),
+                  shared = Get(text_, "shared_expert_intermediate_size");
     Linear(phys + "gate", {e, h_}, {{L(log + "gate", e, h_, Init::kLinear, 4.0f)}}, 8);
     Experts(phys, log, fused);
     Mlp(phys + "shared_expert.", log + "shared_expert.", shared);
@@ -243,8 +246,7 @@ Result<Plan> BuildPlan(const PlanOptions& options) {
             IsFullAttention(text, i), IsMoeLayer(text, next, i), /*fused_experts=*/!next,
             f32_extras);
   b.Norm(b.Trunk() + "norm.weight", "norm");
-  if (!tied)
-    b.Linear(b.Head(), {vocab, h}, {{b.L("lm_head", vocab, h, Init::kLinear, head_gain)}});
+  if (!tied) b.Linear(b.Head(), {vocab, h}, {{b.L("lm_head", vocab, h, Init::kLinear, head_gain)}});
   // MTP head: Qwen3.5-MoE stores per-expert MTP experts; Qwen3.6 fuses them like the trunk.
   const std::string m = b.Mtp();
   b.Linear(m + "fc", {h, 2 * h}, {{b.L("mtp.fc", h, 2 * h)}});

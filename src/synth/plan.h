@@ -5,10 +5,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "tensor/dtype.h"
@@ -16,12 +15,12 @@
 namespace mtplx::synth {
 
 enum class Init {
-  kLinear,      // uniform, std = gain / sqrt(cols)
-  kNormDelta,   // zero-centred norm w: multiples of 2^-7 in [-0.25, 0.25] (1 + w exact in bf16)
-  kGatedNorm,   // gated-norm weight in [0.5, 1.5]
-  kALog,        // A_log in [-4.6, -0.7]: decays exp(-exp(A_log) softplus(.)) span (0.5, 0.999)
-  kDtBias,      // dt_bias in [-2, 1]
-  kConv,        // conv1d taps in [-0.6, 0.6]
+  kLinear,     // uniform, std = gain / sqrt(cols)
+  kNormDelta,  // zero-centred norm w: multiples of 2^-7 in [-0.25, 0.25] (1 + w exact in bf16)
+  kGatedNorm,  // gated-norm weight in [0.5, 1.5]
+  kALog,       // A_log in [-4.6, -0.7]: decays exp(-exp(A_log) softplus(.)) span (0.5, 0.999)
+  kDtBias,     // dt_bias in [-2, 1]
+  kConv,       // conv1d taps in [-0.6, 0.6]
 };
 
 struct Logical {
@@ -37,14 +36,14 @@ struct Part {
 };
 
 struct Physical {
-  std::string name;            // full tensor name without ".weight" handling
-  std::vector<int64_t> shape;  // logical float shape (rows..., cols)
+  std::string name;                 // full tensor name without ".weight" handling
+  std::vector<int64_t> shape;       // logical float shape (rows..., cols)
   std::vector<int64_t> file_shape;  // shape written to the file when it differs (conv1d)
-  DType dtype = DType::kBF16;  // storage type when dense
-  bool add_one = false;        // store 1 + w (MLX norm convention)
-  int bits = 0;                // quantized when > 0 (name must end in ".weight")
+  DType dtype = DType::kBF16;       // storage type when dense
+  bool add_one = false;             // store 1 + w (MLX norm convention)
+  int bits = 0;                     // quantized when > 0 (name must end in ".weight")
   int group_size = 64;
-  std::vector<Part> parts;     // rows are the parts' rows in order
+  std::vector<Part> parts;  // rows are the parts' rows in order
 
   int64_t rows() const;
   int64_t cols() const { return shape.back(); }

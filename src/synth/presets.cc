@@ -37,8 +37,10 @@ Json TinyTextConfig(const char* model_type, bool tied) {
   t["rms_norm_eps"] = 1e-6;
   t["max_position_embeddings"] = 4096;
   t["partial_rotary_factor"] = 0.25;
-  t["rope_parameters"] = {{"rope_type", "default"},        {"rope_theta", 10000000},
-                          {"partial_rotary_factor", 0.25}, {"mrope_section", {2, 1, 1}},
+  t["rope_parameters"] = {{"rope_type", "default"},
+                          {"rope_theta", 10000000},
+                          {"partial_rotary_factor", 0.25},
+                          {"mrope_section", {2, 1, 1}},
                           {"mrope_interleaved", true}};
   t["mtp_num_hidden_layers"] = 1;
   t["mtp_use_dedicated_embeddings"] = false;
@@ -55,10 +57,18 @@ Json TinyTextConfig(const char* model_type, bool tied) {
 }
 
 Json TinyVision(int out_hidden) {
-  return {{"model_type", "qwen3_5_vision"}, {"depth", 2}, {"hidden_size", 64}, {"num_heads", 2},
-          {"intermediate_size", 128}, {"hidden_act", "gelu_pytorch_tanh"}, {"in_channels", 3},
-          {"patch_size", 16}, {"temporal_patch_size", 2}, {"spatial_merge_size", 2},
-          {"out_hidden_size", out_hidden}, {"num_position_embeddings", 64},
+  return {{"model_type", "qwen3_5_vision"},
+          {"depth", 2},
+          {"hidden_size", 64},
+          {"num_heads", 2},
+          {"intermediate_size", 128},
+          {"hidden_act", "gelu_pytorch_tanh"},
+          {"in_channels", 3},
+          {"patch_size", 16},
+          {"temporal_patch_size", 2},
+          {"spatial_merge_size", 2},
+          {"out_hidden_size", out_hidden},
+          {"num_position_embeddings", 64},
           {"deepstack_visual_indexes", Json::array()}};
 }
 
@@ -146,8 +156,10 @@ Json Qwen35_9B() {
   t["rms_norm_eps"] = 1e-6;
   t["max_position_embeddings"] = 262144;
   t["partial_rotary_factor"] = 0.25;
-  t["rope_parameters"] = {{"rope_type", "default"},        {"rope_theta", 10000000},
-                          {"partial_rotary_factor", 0.25}, {"mrope_section", {11, 11, 10}},
+  t["rope_parameters"] = {{"rope_type", "default"},
+                          {"rope_theta", 10000000},
+                          {"partial_rotary_factor", 0.25},
+                          {"mrope_section", {11, 11, 10}},
                           {"mrope_interleaved", true}};
   t["mtp_num_hidden_layers"] = 1;
   t["mtp_use_dedicated_embeddings"] = false;
@@ -160,18 +172,27 @@ Json Qwen35_9B() {
   t["initializer_range"] = 0.02;
   t["use_cache"] = true;
   Json c = Wrapper("Qwen3_5ForConditionalGeneration", "qwen3_5", false, t, 248053);
-  c["vision_config"] = {{"model_type", "qwen3_5_vision"}, {"depth", 27}, {"hidden_size", 1152},
-                        {"num_heads", 16}, {"intermediate_size", 4304},
-                        {"hidden_act", "gelu_pytorch_tanh"}, {"in_channels", 3}, {"patch_size", 16},
-                        {"temporal_patch_size", 2}, {"spatial_merge_size", 2},
-                        {"out_hidden_size", 4096}, {"num_position_embeddings", 2304},
+  c["vision_config"] = {{"model_type", "qwen3_5_vision"},
+                        {"depth", 27},
+                        {"hidden_size", 1152},
+                        {"num_heads", 16},
+                        {"intermediate_size", 4304},
+                        {"hidden_act", "gelu_pytorch_tanh"},
+                        {"in_channels", 3},
+                        {"patch_size", 16},
+                        {"temporal_patch_size", 2},
+                        {"spatial_merge_size", 2},
+                        {"out_hidden_size", 4096},
+                        {"num_position_embeddings", 2304},
                         {"deepstack_visual_indexes", Json::array()}};
   return c;
 }
 
 }  // namespace
 
-std::vector<std::string> PresetNames() { return {"dense-tiny", "moe-tiny", "next-tiny", "qwen35-9b"}; }
+std::vector<std::string> PresetNames() {
+  return {"dense-tiny", "moe-tiny", "next-tiny", "qwen35-9b"};
+}
 
 Result<Json> PresetConfig(const std::string& preset) {
   if (preset == "dense-tiny") return DenseTiny();
@@ -185,8 +206,9 @@ Result<Json> PresetConfig(const std::string& preset) {
 Json GenerationConfig(const Json& config) {
   const Json& text = config.contains("text_config") ? config["text_config"] : config;
   const int eos = text["eos_token_id"].get<int>();  // <|endoftext|>; <|im_end|> follows it
-  return {{"bos_token_id", eos},  {"eos_token_id", {eos + 2, eos}}, {"pad_token_id", eos},
-          {"do_sample", true},    {"temperature", 1.0},             {"top_k", 20},
+  return {{"bos_token_id", eos}, {"eos_token_id", {eos + 2, eos}},
+          {"pad_token_id", eos}, {"do_sample", true},
+          {"temperature", 1.0},  {"top_k", 20},
           {"top_p", 0.95}};
 }
 

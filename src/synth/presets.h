@@ -2,10 +2,9 @@
 // sizes (spec section 10), plus the exact Qwen3.5-9B shapes for throughput work.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 

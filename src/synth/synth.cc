@@ -5,10 +5,9 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/file.h"
 #include "base/float16.h"
@@ -41,12 +40,24 @@ void GenerateRow(const Logical& t, uint64_t seed, int64_t row, float* out) {
     const double u = rng.Uniform();
     float v = 0.0f;
     switch (t.init) {
-      case Init::kLinear: v = static_cast<float>((2.0 * u - 1.0) * bound); break;
-      case Init::kNormDelta: v = static_cast<float>(std::floor(u * 65.0) - 32.0) / 128.0f; break;
-      case Init::kGatedNorm: v = static_cast<float>(0.5 + u); break;
-      case Init::kALog: v = static_cast<float>(-4.6 + 3.9 * u); break;
-      case Init::kDtBias: v = static_cast<float>(-2.0 + 3.0 * u); break;
-      case Init::kConv: v = static_cast<float>(-0.6 + 1.2 * u); break;
+      case Init::kLinear:
+        v = static_cast<float>((2.0 * u - 1.0) * bound);
+        break;
+      case Init::kNormDelta:
+        v = static_cast<float>(std::floor(u * 65.0) - 32.0) / 128.0f;
+        break;
+      case Init::kGatedNorm:
+        v = static_cast<float>(0.5 + u);
+        break;
+      case Init::kALog:
+        v = static_cast<float>(-4.6 + 3.9 * u);
+        break;
+      case Init::kDtBias:
+        v = static_cast<float>(-2.0 + 3.0 * u);
+        break;
+      case Init::kConv:
+        v = static_cast<float>(-0.6 + 1.2 * u);
+        break;
     }
     out[c] = v;
   }
@@ -132,8 +143,7 @@ class ShardWriter {
           PhysicalRow(p, options_.seed, r0 + i, p.dtype != DType::kF32 || p.bits, row);
           if (p.bits)
             kernels::AffineQuantizeRow(row, cols, p.bits, p.group_size, DType::kBF16,
-                                       packed.data() + i * words,
-                                       scales.data() + (r0 + i) * groups,
+                                       packed.data() + i * words, scales.data() + (r0 + i) * groups,
                                        biases.data() + (r0 + i) * groups);
         }
       });
@@ -201,8 +211,8 @@ Status WriteSyntheticCheckpoint(const SynthOptions& options) {
                            options.fused_mtp_experts};
   MTPLX_ASSIGN_OR_RETURN(Plan plan, BuildPlan(plan_options));
   MTPLX_RETURN_IF_ERROR(MakeDirectories(options.out_dir));
-  MTPLX_RETURN_IF_ERROR(WriteTextFile(JoinPath(options.out_dir, "config.json"),
-                                      plan.config.dump(2) + "\n"));
+  MTPLX_RETURN_IF_ERROR(
+      WriteTextFile(JoinPath(options.out_dir, "config.json"), plan.config.dump(2) + "\n"));
   MTPLX_RETURN_IF_ERROR(WriteTextFile(JoinPath(options.out_dir, "generation_config.json"),
                                       GenerationConfig(plan.config).dump(2) + "\n"));
   MTPLX_RETURN_IF_ERROR(WriteTokenizerFiles(plan.config, options.out_dir));
@@ -215,9 +225,9 @@ Status WriteSyntheticCheckpoint(const SynthOptions& options) {
   ShardWriter writer(options, pool, progress);
   std::vector<std::string> files;
   for (size_t s = 0; s < shards.size(); ++s)
-    files.push_back(shards.size() == 1 ? "model.safetensors"
-                                       : StrFormat("model-%05zu-of-%05zu.safetensors", s + 1,
-                                                   shards.size()));
+    files.push_back(shards.size() == 1
+                        ? "model.safetensors"
+                        : StrFormat("model-%05zu-of-%05zu.safetensors", s + 1, shards.size()));
   for (size_t s = 0; s < shards.size(); ++s)
     MTPLX_RETURN_IF_ERROR(writer.Write(JoinPath(options.out_dir, files[s]), shards[s]));
   progress.Finish();

@@ -2,9 +2,8 @@
 // added tokens at the ids the config expects), tokenizer_config.json and chat_template.jinja.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/status.h"
 

@@ -10,10 +10,10 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo kInfos[] = {
-    {DType::kF32, "F32", 4},  {DType::kF16, "F16", 2}, {DType::kBF16, "BF16", 2},
-    {DType::kF64, "F64", 8},  {DType::kU32, "U32", 4}, {DType::kI32, "I32", 4},
-    {DType::kI64, "I64", 8},  {DType::kU8, "U8", 1},   {DType::kI8, "I8", 1},
-    {DType::kU16, "U16", 2},  {DType::kI16, "I16", 2}, {DType::kBool, "BOOL", 1},
+    {DType::kF32, "F32", 4}, {DType::kF16, "F16", 2}, {DType::kBF16, "BF16", 2},
+    {DType::kF64, "F64", 8}, {DType::kU32, "U32", 4}, {DType::kI32, "I32", 4},
+    {DType::kI64, "I64", 8}, {DType::kU8, "U8", 1},   {DType::kI8, "I8", 1},
+    {DType::kU16, "U16", 2}, {DType::kI16, "I16", 2}, {DType::kBool, "BOOL", 1},
 };
 
 const DTypeInfo& Info(DType dtype) {

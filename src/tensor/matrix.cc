@@ -8,7 +8,8 @@ namespace mtplx {
 uint64_t Matrix::StorageBytes() const {
   if (!quantized) return static_cast<uint64_t>(rows * cols) * DTypeSize(dtype);
   const uint64_t packed = static_cast<uint64_t>(rows * PackedWordsPerRow()) * 4;
-  const uint64_t groups = static_cast<uint64_t>(rows * GroupsPerRow()) * DTypeSize(quant.scale_dtype);
+  const uint64_t groups =
+      static_cast<uint64_t>(rows * GroupsPerRow()) * DTypeSize(quant.scale_dtype);
   return packed + 2 * groups;
 }
 

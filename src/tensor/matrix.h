@@ -11,8 +11,8 @@
 namespace mtplx {
 
 struct AffineQuant {
-  int bits = 0;          // 2, 3, 4, 5, 6 or 8
-  int group_size = 0;    // 32, 64 or 128
+  int bits = 0;                      // 2, 3, 4, 5, 6 or 8
+  int group_size = 0;                // 32, 64 or 128
   const uint32_t* packed = nullptr;  // [rows, cols * bits / 32]
   const void* scales = nullptr;      // [rows, cols / group_size], scale_dtype
   const void* biases = nullptr;      // [rows, cols / group_size], scale_dtype
@@ -22,7 +22,7 @@ struct AffineQuant {
 struct Matrix {
   int64_t rows = 0;
   int64_t cols = 0;
-  DType dtype = DType::kF32;  // storage type when dense
+  DType dtype = DType::kF32;   // storage type when dense
   const void* data = nullptr;  // dense storage [rows, cols]
   bool quantized = false;
   AffineQuant quant;

@@ -5,9 +5,8 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "support/test_support.h"
 
@@ -26,7 +25,8 @@ Outcome Mtplx(const std::string& args) {
   if (!pipe) return outcome;
   std::array<char, 4096> buffer;
   size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.output.append(buffer.data(), n);
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    outcome.output.append(buffer.data(), n);
   const int status = pclose(pipe);
   outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return outcome;
@@ -35,7 +35,8 @@ Outcome Mtplx(const std::string& args) {
 TEST(CliTest, RunOnTheDefaultModelPrintsTextAndStats) {
   const Outcome o = Mtplx("run \"Write a haiku about autumn\" --max-tokens 12 --seed 1");
   EXPECT_EQ(o.exit_code, 0) << o.output;
-  EXPECT_NE(o.output.find("[mtplx] mode=AR depth=0 tokens=12 tok/s="), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("[mtplx] mode=AR depth=0 tokens=12 tok/s="), std::string::npos)
+      << o.output;
   EXPECT_NE(o.output.find("prefill_tok/s="), std::string::npos);
 }
 
@@ -55,7 +56,8 @@ TEST(CliTest, GreedyRunsAreReproducible) {
   const Outcome a = Mtplx("run \"same\" --max-tokens 8 --json --temperature 0");
   const Outcome b = Mtplx("run \"same\" --max-tokens 8 --json --temperature 0");
   ASSERT_EQ(a.exit_code, 0);
-  EXPECT_EQ(nlohmann::json::parse(a.output)["token_ids"], nlohmann::json::parse(b.output)["token_ids"]);
+  EXPECT_EQ(nlohmann::json::parse(a.output)["token_ids"],
+            nlohmann::json::parse(b.output)["token_ids"]);
 }
 
 TEST(CliTest, StopStringEndsTheReplyBeforeTheMatch) {
@@ -77,8 +79,8 @@ TEST(CliTest, StopStringEndsTheReplyBeforeTheMatch) {
 }
 
 TEST(CliTest, PromptFromStdin) {
-  const std::string command = "echo 'from stdin' | " + testing::BinaryDir() +
-                              "/bin/mtplx run - --max-tokens 3 --json 2>&1";
+  const std::string command =
+      "echo 'from stdin' | " + testing::BinaryDir() + "/bin/mtplx run - --max-tokens 3 --json 2>&1";
   std::FILE* pipe = popen(command.c_str(), "r");
   ASSERT_TRUE(pipe);
   char buffer[8192];
@@ -109,8 +111,9 @@ TEST(CliTest, BadInputGivesAClearErrorAndNonZeroExit) {
 }
 
 TEST(CliTest, ChatKeepsHistoryAndHandlesCommands) {
-  const std::string command = "printf 'hello\\n/stats\\n/mtp off\\n/bogus\\n/reset\\nagain\\n/exit\\n' | " +
-                              testing::BinaryDir() + "/bin/mtplx chat --max-tokens 4 2>&1";
+  const std::string command =
+      "printf 'hello\\n/stats\\n/mtp off\\n/bogus\\n/reset\\nagain\\n/exit\\n' | " +
+      testing::BinaryDir() + "/bin/mtplx chat --max-tokens 4 2>&1";
   std::FILE* pipe = popen(command.c_str(), "r");
   ASSERT_TRUE(pipe);
   std::string output;
@@ -119,7 +122,7 @@ TEST(CliTest, ChatKeepsHistoryAndHandlesCommands) {
   while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
   EXPECT_EQ(pclose(pipe), 0) << output;
   EXPECT_NE(output.find("mtplx chat:"), std::string::npos) << output;
-  EXPECT_NE(output.find("\"mode\":\"AR\""), std::string::npos) << output;  // /stats
+  EXPECT_NE(output.find("\"mode\":\"AR\""), std::string::npos) << output;   // /stats
   EXPECT_NE(output.find("(plain decoding)"), std::string::npos) << output;  // /mtp off
   EXPECT_NE(output.find("unknown command"), std::string::npos) << output;
   EXPECT_NE(output.find("(conversation cleared)"), std::string::npos) << output;
@@ -134,7 +137,8 @@ TEST(CliTest, ChatKeepsHistoryAndHandlesCommands) {
 TEST(CliTest, ScoreWritesLogitsAndTopFive) {
   const std::string dir = testing::MakeTempDir("mtplx-cli");
   const std::string model = testing::BinaryDir() + "/models/default";
-  const Outcome o = Mtplx("score --model " + model + " --tokens 1,2,3 --logits-out " + dir + "/l.bin");
+  const Outcome o =
+      Mtplx("score --model " + model + " --tokens 1,2,3 --logits-out " + dir + "/l.bin");
   ASSERT_EQ(o.exit_code, 0) << o.output;
   const auto j = nlohmann::json::parse(o.output.substr(o.output.find('{')));
   EXPECT_EQ(j["rows"], 3);

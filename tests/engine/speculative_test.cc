@@ -2,6 +2,8 @@
 // synthetic preset: both through the (random, rarely right) MTP head and through an oracle
 // proposer that is right most of the time, so long accepted runs, bonuses and corrections all
 // happen.
+#include "engine/speculative.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,7 +11,6 @@
 
 #include "base/rng.h"
 #include "engine/generator.h"
-#include "engine/speculative.h"
 #include "support/synthetic_model.h"
 
 namespace mtplx::engine {

@@ -1,15 +1,15 @@
 // config.json and generation defaults: every layout the parser must understand, and errors that
 // name the file and the offending key.
+#include "io/model_config.h"
+
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/file.h"
 #include "io/generation_config.h"
-#include "io/model_config.h"
 #include "support/test_support.h"
 
 namespace mtplx::io {
@@ -261,9 +261,9 @@ TEST(ModelConfigTest, TieWordEmbeddingsMustBeBool) {
 
 TEST(ModelConfigTest, LayerTypesListWinsOverInterval) {
   Json c = Flat();
-  c["layer_types"] = {"full_attention", "linear_attention", "attention", "linear_attention",
+  c["layer_types"] = {"full_attention",   "linear_attention", "attention",
                       "linear_attention", "linear_attention", "linear_attention",
-                      "full_attention"};
+                      "linear_attention", "full_attention"};
   c["full_attention_interval"] = 2;  // ignored when the list is present
   EXPECT_EQ(ParseOk(c).layer_types, Kinds("FLFLLLLF"));
 }
@@ -445,16 +445,17 @@ TEST(ModelConfigTest, RejectsRotaryFactorsThatOverflow) {
 TEST(ModelConfigTest, MropeSectionMustSumToHalfTheRotaryDim) {
   Json c = Nested();
   c["text_config"]["rope_parameters"]["mrope_section"] = {2, 1, 2};
-  ExpectError(c, StatusCode::kInvalidArgument,
-              {"mrope_section sums to 5", "rotary_dim/2 is 4"});
+  ExpectError(c, StatusCode::kInvalidArgument, {"mrope_section sums to 5", "rotary_dim/2 is 4"});
   c["text_config"]["rope_parameters"]["mrope_section"] = {4};
   EXPECT_EQ(ParseOk(c).rope.mrope_section, (std::vector<int64_t>{4}));
   c["text_config"]["rope_parameters"]["mrope_section"] = {6, -2};
   ExpectError(c, StatusCode::kInvalidArgument, {"mrope_section"});
   // Entries whose sum overflows int64 are refused without overflowing.
-  c["text_config"]["rope_parameters"]["mrope_section"] = {9223372036854775807LL, 9223372036854775807LL, 6};
+  c["text_config"]["rope_parameters"]["mrope_section"] = {9223372036854775807LL,
+                                                          9223372036854775807LL, 6};
   ExpectError(c, StatusCode::kInvalidArgument, {"mrope_section"});
-  c["text_config"]["rope_parameters"]["mrope_section"] = {-9223372036854775807LL - 1, -9223372036854775807LL - 1, 4};
+  c["text_config"]["rope_parameters"]["mrope_section"] = {-9223372036854775807LL - 1,
+                                                          -9223372036854775807LL - 1, 4};
   ExpectError(c, StatusCode::kInvalidArgument, {"mrope_section"});
   c["text_config"]["rope_parameters"]["mrope_section"] = Json::array();
   EXPECT_TRUE(ParseOk(c).rope.mrope_section.empty());
@@ -584,7 +585,7 @@ void ExpectQuantTable(const ModelConfig& c) {
   ASSERT_TRUE(gate1.has_value());
   EXPECT_EQ(gate1->bits, 8);
   EXPECT_EQ(gate1->group_size, 64);
-  EXPECT_FALSE(c.QuantFor("lm_head").has_value());  // false: not quantized
+  EXPECT_FALSE(c.QuantFor("lm_head").has_value());      // false: not quantized
   const auto embed = c.QuantFor("model.embed_tokens");  // true: the global spec
   ASSERT_TRUE(embed.has_value());
   EXPECT_EQ(embed->bits, 4);
@@ -694,9 +695,9 @@ TEST(ModelConfigTest, RejectsMissingRequiredKeysByName) {
 
 TEST(ModelConfigTest, RejectsWrongKeyTypesByName) {
   const std::vector<std::pair<std::string, Json>> cases = {
-      {"hidden_size", "128"},      {"vocab_size", 1024.5},     {"num_hidden_layers", true},
-      {"head_dim", Json::array()}, {"rms_norm_eps", "1e-6"},   {"attention_bias", 0},
-      {"attn_output_gate", "yes"}, {"mlp_only_layers", 1},     {"mlp_only_layers", {1.5}},
+      {"hidden_size", "128"},      {"vocab_size", 1024.5},          {"num_hidden_layers", true},
+      {"head_dim", Json::array()}, {"rms_norm_eps", "1e-6"},        {"attention_bias", 0},
+      {"attn_output_gate", "yes"}, {"mlp_only_layers", 1},          {"mlp_only_layers", {1.5}},
       {"num_experts", "8"},        {"max_position_embeddings", 1e5}};
   for (const auto& [key, value] : cases) {
     SCOPED_TRACE(key + " = " + value.dump());
@@ -784,11 +785,9 @@ TEST_F(GenerationDefaultsTest, EosTokenIdNumberOrList) {
 }
 
 TEST_F(GenerationDefaultsTest, SamplerFromGenerationConfig) {
-  Write("generation_config.json", {{"eos_token_id", 1},
-                                   {"temperature", 1.0},
-                                   {"top_p", 0.8},
-                                   {"top_k", 40},
-                                   {"min_p", 0.05}});
+  Write(
+      "generation_config.json",
+      {{"eos_token_id", 1}, {"temperature", 1.0}, {"top_p", 0.8}, {"top_k", 40}, {"min_p", 0.05}});
   const GenerationDefaults d = Load();
   EXPECT_DOUBLE_EQ(d.temperature, 1.0);
   EXPECT_DOUBLE_EQ(d.top_p, 0.8);
@@ -825,7 +824,7 @@ TEST_F(GenerationDefaultsTest, MtpDepthFromRuntimeFile) {
   Write("mtplx_runtime.json", {{"mtp_depth_default", -2}});
   EXPECT_EQ(Load().mtp_depth, 1);
   Write("mtplx_runtime.json", {{"mtp_depth_default", "3"}, {"recommended_mtp_depth", 2.5}});
-  EXPECT_EQ(Load().mtp_depth, 2);  // mistyped: ignored
+  EXPECT_EQ(Load().mtp_depth, 2);        // mistyped: ignored
   EXPECT_EQ(Load().source, "built-in");  // no sampler object
 }
 
@@ -840,7 +839,7 @@ TEST_F(GenerationDefaultsTest, MistypedSamplerValuesAreIgnored) {
 TEST_F(GenerationDefaultsTest, FallsBackToConfigEos) {
   Write("config.json", Nested());
   EXPECT_EQ(Load().stop_ids, (std::vector<int32_t>{960}));  // text_config.eos_token_id
-  Write("config.json", {{"eos_token_id", {1, 2}}});  // flat
+  Write("config.json", {{"eos_token_id", {1, 2}}});         // flat
   EXPECT_EQ(Load().stop_ids, (std::vector<int32_t>{1, 2}));
   // generation_config.json without eos: still falls back; with eos: config.json is not used.
   Write("generation_config.json", {{"temperature", 0.7}});

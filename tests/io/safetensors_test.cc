@@ -1,5 +1,7 @@
 // Safetensors headers, files and checkpoint folders: what the reader accepts, and that every
 // malformed input is refused with a Status naming the file (and the tensor when there is one).
+#include "io/safetensors.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,7 +14,6 @@
 
 #include "base/file.h"
 #include "io/checkpoint.h"
-#include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "support/test_support.h"
 
@@ -62,7 +63,8 @@ void ExpectBadEntry(const std::string& bad_entry, const std::string& why,
 TEST(SafetensorsHeaderTest, ParsesTensorsAndMetadata) {
   const std::string json =
       "{\"__metadata__\":{\"format\":\"mlx\",\"note\":\"hi\",\"ignored\":3},"
-      "\"b.weight\":" + Entry("\"BF16\"", "[2,3]", "[24,36]") + "," +
+      "\"b.weight\":" +
+      Entry("\"BF16\"", "[2,3]", "[24,36]") + "," +
       "\"a.weight\":" + Entry("\"F32\"", "[2,3]", "[0,24]") + "}";
   auto header = ParseSafetensorsHeader(json, 36, kLabel);
   ASSERT_TRUE(header.ok()) << header.status().ToString();
@@ -97,7 +99,7 @@ TEST(SafetensorsHeaderTest, AcceptsEmptyHeaderAndEmptyMetadata) {
 
 TEST(SafetensorsHeaderTest, AcceptsEveryDType) {
   const std::vector<std::pair<std::string, size_t>> dtypes = {
-      {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}, {"U32", 4},  {"I32", 4},
+      {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}, {"U32", 4}, {"I32", 4},
       {"I64", 8}, {"U8", 1},  {"I8", 1},   {"U16", 2}, {"I16", 2}, {"BOOL", 1}};
   std::string json = "{";
   uint64_t offset = 0;
@@ -122,12 +124,11 @@ TEST(SafetensorsHeaderTest, AcceptsEveryDType) {
 
 TEST(SafetensorsHeaderTest, AcceptsEmptyAndScalarTensors) {
   // Empty tensors own no bytes, so they may sit anywhere (even inside another tensor's range).
-  const std::string json =
-      "{\"big\":" + Entry("\"F32\"", "[4]", "[0,16]") + "," +
-      "\"empty_a\":" + Entry("\"F32\"", "[0]", "[0,0]") + "," +
-      "\"empty_b\":" + Entry("\"BF16\"", "[3,0,5]", "[8,8]") + "," +
-      "\"empty_end\":" + Entry("\"I64\"", "[0]", "[20,20]") + "," +
-      "\"scalar\":" + Entry("\"F32\"", "[]", "[16,20]") + "}";
+  const std::string json = "{\"big\":" + Entry("\"F32\"", "[4]", "[0,16]") + "," +
+                           "\"empty_a\":" + Entry("\"F32\"", "[0]", "[0,0]") + "," +
+                           "\"empty_b\":" + Entry("\"BF16\"", "[3,0,5]", "[8,8]") + "," +
+                           "\"empty_end\":" + Entry("\"I64\"", "[0]", "[20,20]") + "," +
+                           "\"scalar\":" + Entry("\"F32\"", "[]", "[16,20]") + "}";
   auto header = ParseSafetensorsHeader(json, 20, kLabel);
   ASSERT_TRUE(header.ok()) << header.status().ToString();
   EXPECT_EQ(header->tensors.at("empty_b").shape, (std::vector<int64_t>{3, 0, 5}));
@@ -214,8 +215,8 @@ TEST(SafetensorsHeaderTest, RejectsMissingOrMalformedDataOffsets) {
   ExpectBadEntry("{\"dtype\":\"F32\",\"shape\":[2]}", why);
   for (const char* offsets : {"[]", "[8]", "[8,16,24]", "8", "null", "{\"0\":8,\"1\":16}"})
     ExpectBadEntry(Entry("\"F32\"", "[2]", offsets), why);
-  for (const char* offsets : {"[-8,0]", "[8,-16]", "[8.0,16]", "[8,16.5]", "[\"8\",16]",
-                              "[null,16]", "[8,true]"})
+  for (const char* offsets :
+       {"[-8,0]", "[8,-16]", "[8.0,16]", "[8,16.5]", "[\"8\",16]", "[null,16]", "[8,true]"})
     ExpectBadEntry(Entry("\"F32\"", "[2]", offsets), "non-negative integers");
 }
 
@@ -243,8 +244,8 @@ TEST(SafetensorsHeaderTest, RejectsSizeThatDisagreesWithShapeAndDType) {
 TEST(SafetensorsHeaderTest, RejectsOverlappingTensors) {
   // "good" is F32 [2] at [0, 8).
   ExpectBadEntry(Entry("\"F32\"", "[2]", "[4,12]"), "overlap");
-  ExpectBadEntry(Entry("\"F32\"", "[2]", "[0,8]"), "overlap");  // the very same bytes
-  ExpectBadEntry(Entry("\"U8\"", "[1]", "[3,4]"), "overlap");   // inside "good"
+  ExpectBadEntry(Entry("\"F32\"", "[2]", "[0,8]"), "overlap");   // the very same bytes
+  ExpectBadEntry(Entry("\"U8\"", "[1]", "[3,4]"), "overlap");    // inside "good"
   ExpectBadEntry(Entry("\"U8\"", "[16]", "[0,16]"), "overlap");  // starts with "good"
   ExpectBadHeader(WithBad(Entry("\"F32\"", "[2]", "[4,12]")), 1024, "good", "overlap");
 }
@@ -355,8 +356,9 @@ TEST_F(SafetensorsFileTest, ReadsAHandWrittenFile) {
   const float values[3] = {1.5f, -2.0f, 3.25f};
   std::string data(reinterpret_cast<const char*>(values), sizeof(values));
   data += "\x07\x08";
-  WriteRawFile(path, "{\"v\":" + Entry("\"F32\"", "[3]", "[0,12]") + ",\"b\":" +
-                         Entry("\"U8\"", "[2]", "[12,14]") + "}",
+  WriteRawFile(path,
+               "{\"v\":" + Entry("\"F32\"", "[3]", "[0,12]") +
+                   ",\"b\":" + Entry("\"U8\"", "[2]", "[12,14]") + "}",
                data);
   auto file = SafetensorsFile::Open(path, nullptr);
   ASSERT_TRUE(file.ok()) << file.status().ToString();
@@ -564,10 +566,10 @@ class CheckpointTest : public ::testing::Test {
  protected:
   std::string Path(const std::string& name) const { return JoinPath(dir_, name); }
   void WriteIndex(const std::string& weight_map_json) {
-    ASSERT_TRUE(WriteTextFile(Path("model.safetensors.index.json"),
-                              "{\"metadata\":{\"total_size\":0},\"weight_map\":" +
-                                  weight_map_json + "}")
-                    .ok());
+    ASSERT_TRUE(
+        WriteTextFile(Path("model.safetensors.index.json"),
+                      "{\"metadata\":{\"total_size\":0},\"weight_map\":" + weight_map_json + "}")
+            .ok());
   }
   void ExpectOpenFails(StatusCode code, const std::vector<std::string>& needles) {
     auto checkpoint = OpenCheckpoint(dir_);
@@ -606,8 +608,9 @@ TEST_F(CheckpointTest, OpensShardsListedByTheIndexAndAnMtpSidecar) {
   WriteTensors(Path("model-00002-of-00002.safetensors"), {"b"});
   WriteTensors(Path("unlisted.safetensors"), {"a"});  // not in the index: ignored
   WriteTensors(Path("mtp.safetensors"), {"mtp.fc.weight"});
-  WriteIndex("{\"a\":\"model-00001-of-00002.safetensors\","
-             "\"b\":\"model-00002-of-00002.safetensors\"}");
+  WriteIndex(
+      "{\"a\":\"model-00001-of-00002.safetensors\","
+      "\"b\":\"model-00002-of-00002.safetensors\"}");
   auto files = ListCheckpointFiles(dir_);
   ASSERT_TRUE(files.ok()) << files.status().ToString();
   EXPECT_EQ(*files, (std::vector<std::string>{Path("model-00001-of-00002.safetensors"),
@@ -642,17 +645,18 @@ TEST_F(CheckpointTest, RejectsIndexEntriesThatLeaveTheFolder) {
                              "/etc/passwd", "/tmp/model.safetensors"}) {
     SCOPED_TRACE(escape);
     WriteIndex(std::string("{\"a\":\"model.safetensors\",\"b\":\"") + escape + "\"}");
-    ExpectOpenFails(StatusCode::kDataLoss, {escape, "leaves the model folder",
-                                            "model.safetensors.index.json"});
+    ExpectOpenFails(StatusCode::kDataLoss,
+                    {escape, "leaves the model folder", "model.safetensors.index.json"});
   }
 }
 
 TEST_F(CheckpointTest, RejectsIndexListingAMissingFile) {
   WriteTensors(Path("model-00001-of-00002.safetensors"), {"a"});
-  WriteIndex("{\"a\":\"model-00001-of-00002.safetensors\","
-             "\"b\":\"model-00002-of-00002.safetensors\"}");
-  ExpectOpenFails(StatusCode::kNotFound, {"model-00002-of-00002.safetensors", "missing",
-                                          "model.safetensors.index.json"});
+  WriteIndex(
+      "{\"a\":\"model-00001-of-00002.safetensors\","
+      "\"b\":\"model-00002-of-00002.safetensors\"}");
+  ExpectOpenFails(StatusCode::kNotFound,
+                  {"model-00002-of-00002.safetensors", "missing", "model.safetensors.index.json"});
 }
 
 TEST_F(CheckpointTest, RejectsMalformedIndex) {
@@ -697,9 +701,10 @@ TEST_F(CheckpointTest, RejectsAnMtpFileOutsideTheFolder) {
   // Inside the folder it is picked up.
   ASSERT_TRUE(MakeDirectories(Path("heads")).ok());
   WriteTensors(Path("heads/mtp-head.safetensors"), {"mtp.fc.weight"});
-  ASSERT_TRUE(WriteTextFile(Path("config.json"),
-                            "{\"mlx_lm_extra_tensors\":{\"mtp_file\":\"heads/mtp-head.safetensors\"}}")
-                  .ok());
+  ASSERT_TRUE(
+      WriteTextFile(Path("config.json"),
+                    "{\"mlx_lm_extra_tensors\":{\"mtp_file\":\"heads/mtp-head.safetensors\"}}")
+          .ok());
   auto checkpoint = OpenCheckpoint(dir_);
   ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
   EXPECT_EQ((*checkpoint)->FileOf("mtp.fc.weight"), Path("heads/mtp-head.safetensors"));

@@ -10,6 +10,8 @@
 // result once to bf16 therefore differs from mx.dequantize in ~37% of the bf16 elements
 // (12936 of 35328 in the goldens). The goldens are matched bit for bit by the two-rounding
 // formula applied to our unpacking, and for f32 scales DequantizeRow itself is bit-exact.
+#include "kernels/affine_quant.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,7 +25,6 @@
 #include <vector>
 
 #include "base/float16.h"
-#include "kernels/affine_quant.h"
 #include "support/test_support.h"
 #include "tensor/dtype.h"
 #include "tensor/matrix.h"
@@ -42,12 +43,12 @@ struct Golden {
   int group = 0;
   int64_t rows = 0;
   int64_t cols = 0;
-  DType dtype = DType::kF32;           // input, scales, biases and dequantized output
-  std::vector<float> input;            // rows * cols (bf16 values widened exactly)
-  std::vector<uint32_t> packed;        // rows * cols * bits / 32
-  std::vector<uint8_t> scales_raw;     // rows * groups elements of dtype, raw bytes
+  DType dtype = DType::kF32;        // input, scales, biases and dequantized output
+  std::vector<float> input;         // rows * cols (bf16 values widened exactly)
+  std::vector<uint32_t> packed;     // rows * cols * bits / 32
+  std::vector<uint8_t> scales_raw;  // rows * groups elements of dtype, raw bytes
   std::vector<uint8_t> biases_raw;
-  std::vector<uint8_t> dequant_raw;    // rows * cols elements of dtype, raw bytes
+  std::vector<uint8_t> dequant_raw;  // rows * cols elements of dtype, raw bytes
 
   int64_t groups_per_row() const { return cols / group; }
   size_t elem() const { return dtype == DType::kBF16 ? 2 : 4; }
@@ -104,8 +105,8 @@ bool LoadGolden(const std::string& path, Golden* g, std::string* error) {
   const size_t ng = static_cast<size_t>(g->rows * g->groups_per_row());
   const size_t expected = 24 + n * e + words * 4 + 2 * ng * e + n * e;
   if (bytes.size() != expected) {
-    *error = path + ": size " + std::to_string(bytes.size()) + ", expected " +
-             std::to_string(expected);
+    *error =
+        path + ": size " + std::to_string(bytes.size()) + ", expected " + std::to_string(expected);
     return false;
   }
   size_t off = 24;
@@ -205,11 +206,9 @@ TEST_P(AffineQuantGoldenTest, QuantizeMatchesMlx) {
       const float mlx_s = LoadScalar(row_scales.data(), k, g_.dtype);
       const float ours_b = LoadScalar(biases.data(), k, g_.dtype);
       const float mlx_b = LoadScalar(row_biases.data(), k, g_.dtype);
-      if (std::memcmp(scales.data() + k * e, row_scales.data() + k * e, e) != 0 &&
-          bad_scales++ < 5)
+      if (std::memcmp(scales.data() + k * e, row_scales.data() + k * e, e) != 0 && bad_scales++ < 5)
         ADD_FAILURE() << "row " << r << " group " << k << ": scale " << ours_s << " mlx " << mlx_s;
-      if (std::memcmp(biases.data() + k * e, row_biases.data() + k * e, e) != 0 &&
-          bad_biases++ < 5)
+      if (std::memcmp(biases.data() + k * e, row_biases.data() + k * e, e) != 0 && bad_biases++ < 5)
         ADD_FAILURE() << "row " << r << " group " << k << ": bias " << ours_b << " mlx " << mlx_b;
     }
   }
@@ -356,13 +355,13 @@ TEST(AffineQuantTest, RoundTripOddShapes) {
             const uint32_t code = UnpackCode(packed.data() + r * words, k, bits);
             const float step = code == n_bins ? s : 0.5f * s;
             const float storage = rel * (static_cast<float>(code) * s + b) * 1.01f;
-            const float tol = step * (1.0f + 1e-5f) + storage +
-                              1e-6f * (std::fabs(w[r * cols + k]) + b) + 1e-30f;
+            const float tol =
+                step * (1.0f + 1e-5f) + storage + 1e-6f * (std::fabs(w[r * cols + k]) + b) + 1e-30f;
             const float err = std::fabs(out[k] - w[r * cols + k]);
             if (!(err <= tol) && bad++ < 5)
-              ADD_FAILURE() << "row " << r << " col " << k << " w " << w[r * cols + k]
-                            << " w_hat " << out[k] << " code " << code << " |s| " << s
-                            << " err " << err << " tol " << tol;
+              ADD_FAILURE() << "row " << r << " col " << k << " w " << w[r * cols + k] << " w_hat "
+                            << out[k] << " code " << code << " |s| " << s << " err " << err
+                            << " tol " << tol;
           }
         }
         EXPECT_EQ(bad, 0);

@@ -1,11 +1,12 @@
 // The chunked Gated DeltaNet path against the token-by-token recurrence, and the causal conv.
+#include "kernels/gated_delta.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "base/rng.h"
-#include "kernels/gated_delta.h"
 #include "kernels/ops.h"
 
 namespace mtplx::kernels {

@@ -1,5 +1,7 @@
 // MatMul against its scalar reference on odd sizes for every weight format, and the
 // batch-invariance guarantee: a row's result never depends on how many rows run with it.
+#include "kernels/matmul.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "kernels/affine_quant.h"
-#include "kernels/matmul.h"
 
 namespace mtplx::kernels {
 namespace {
@@ -59,8 +60,8 @@ TestMatrix MakeQuantized(int64_t rows, int64_t cols, int bits, int group, uint64
   t.m.rows = rows;
   t.m.cols = cols;
   t.m.quantized = true;
-  t.m.quant = AffineQuant{bits, group, t.packed.data(), t.scales.data(), t.biases.data(),
-                          DType::kBF16};
+  t.m.quant =
+      AffineQuant{bits, group, t.packed.data(), t.scales.data(), t.biases.data(), DType::kBF16};
   return t;
 }
 

@@ -22,8 +22,8 @@ std::unique_ptr<Model> LoadPreset(const std::string& preset) {
 }
 
 // Bitwise equality of everything that influences future tokens.
-void ExpectSameState(const Model& m, const state::SequenceState& a,
-                     const state::SequenceState& b, int iteration) {
+void ExpectSameState(const Model& m, const state::SequenceState& a, const state::SequenceState& b,
+                     int iteration) {
   ASSERT_EQ(a.position(), b.position()) << iteration;
   const int64_t used = a.position() * a.layout().kv_width;
   for (int64_t l = 0; l < m.config().num_layers; ++l) {
@@ -67,8 +67,8 @@ void RollbackFuzz(const std::string& preset, int iterations) {
     const int64_t vocab = m->config().vocab_size;
     for (int r = 0; r < keep; ++r) {
       ASSERT_TRUE(m->Forward(*plain, std::span<const int32_t>(&tokens[r], 1), {}, &out).ok());
-      ASSERT_TRUE(std::equal(out.logits.begin(), out.logits.end(),
-                             verify_logits.begin() + r * vocab))
+      ASSERT_TRUE(
+          std::equal(out.logits.begin(), out.logits.end(), verify_logits.begin() + r * vocab))
           << "row " << r << " logits, iteration " << it;
     }
     ExpectSameState(*m, *spec, *plain, it);

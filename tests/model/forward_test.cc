@@ -30,7 +30,7 @@ std::vector<int32_t> Tokens(int n, int vocab_limit = 960, int salt = 0) {
 }
 
 ForwardOutput RunRows(const Model& m, state::SequenceState& st, std::span<const int32_t> tokens,
-                  DeltaNetPath path = DeltaNetPath::kAuto) {
+                      DeltaNetPath path = DeltaNetPath::kAuto) {
   ForwardOptions options;
   options.delta_path = path;
   ForwardOutput out;

@@ -22,9 +22,9 @@ TEST(LargeModelTest, Qwen35NineBStaysResidentWithoutPageFaults) {
   ASSERT_TRUE((*m)->Forward(*st, prompt, {}, &out).ok());
   const uint64_t faults = ReadProcessStats().major_faults;
   for (int i = 0; i < 2; ++i) {
-    const int32_t next = static_cast<int32_t>(std::max_element(out.logits.end() - 248320,
-                                                                out.logits.end()) -
-                                               (out.logits.end() - 248320));
+    const int32_t next =
+        static_cast<int32_t>(std::max_element(out.logits.end() - 248320, out.logits.end()) -
+                             (out.logits.end() - 248320));
     ASSERT_TRUE((*m)->Forward(*st, std::span<const int32_t>(&next, 1), {}, &out).ok());
   }
   const ProcessStats after = ReadProcessStats();

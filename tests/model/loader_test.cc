@@ -1,15 +1,16 @@
 // Loading checkpoints: layouts the loader must accept and bad files it must reject clearly.
+#include "model/loader.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 
 #include "base/file.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
-#include "model/loader.h"
 #include "model/model.h"
 #include "support/synthetic_model.h"
 #include "support/test_support.h"
@@ -52,7 +53,8 @@ void RewriteFile(const std::string& path, const Edit& edit) {
   for (auto& [name, view] : kept) {
     std::vector<uint8_t> bytes(view.NumBytes(), 0);
     const TensorView orig = *(*file)->Get(name);
-    std::memcpy(bytes.data(), orig.data, std::min(bytes.size(), static_cast<size_t>(orig.NumBytes())));
+    std::memcpy(bytes.data(), orig.data,
+                std::min(bytes.size(), static_cast<size_t>(orig.NumBytes())));
     ASSERT_TRUE(writer.Append(bytes.data(), bytes.size()).ok());
   }
   ASSERT_TRUE(writer.Finish().ok());
@@ -91,7 +93,8 @@ TEST(LoaderTest, MtpNormConventionIsResolvedPerOrigin) {
   auto mlx = Load(testing::SyntheticModel("dense-tiny", "mlx"));
   ASSERT_TRUE(hf.ok() && mlx.ok());
   EXPECT_EQ((*hf)->weights().mtp.norm, (*mlx)->weights().mtp.norm);
-  EXPECT_EQ((*hf)->weights().mtp.layer.attention.q_norm, (*mlx)->weights().mtp.layer.attention.q_norm);
+  EXPECT_EQ((*hf)->weights().mtp.layer.attention.q_norm,
+            (*mlx)->weights().mtp.layer.attention.q_norm);
   EXPECT_EQ((*hf)->weights().final_norm, (*mlx)->weights().final_norm);
 }
 
@@ -112,7 +115,8 @@ TEST(LoaderTest, MtpSidecarIsFound) {
   for (const auto& v : views) ASSERT_TRUE(sidecar.Append(v.data, v.NumBytes()).ok());
   ASSERT_TRUE(sidecar.Finish().ok());
   file->reset();
-  RewriteFile(main_file, [](const std::string& name, TensorView&) { return name.rfind("mtp.", 0) != 0; });
+  RewriteFile(main_file,
+              [](const std::string& name, TensorView&) { return name.rfind("mtp.", 0) != 0; });
   auto model = Load(dir);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   EXPECT_TRUE((*model)->weights().mtp.present);
@@ -144,9 +148,10 @@ TEST(LoaderTest, ShardedCheckpointWithIndexGivesTheSameModel) {
 
 TEST(LoaderTest, IndexNamingAMissingShardIsReported) {
   const std::string dir = CopyModel("dense-tiny");
-  ASSERT_TRUE(WriteTextFile(dir + "/model.safetensors.index.json",
-                            R"({"weight_map": {"lm_head.weight": "model-00009-of-00009.safetensors"}})")
-                  .ok());
+  ASSERT_TRUE(
+      WriteTextFile(dir + "/model.safetensors.index.json",
+                    R"({"weight_map": {"lm_head.weight": "model-00009-of-00009.safetensors"}})")
+          .ok());
   ExpectLoadError(dir, "model-00009-of-00009.safetensors");
 }
 

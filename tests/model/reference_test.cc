@@ -94,8 +94,8 @@ std::unique_ptr<Model> LoadPreset(const std::string& preset) {
 
 // Checks `logits` ([n, vocab]) against golden rows [first, first + n); returns the worst
 // per-position relative error.
-double ExpectMatchesReference(const std::vector<float>& logits, const Golden& golden,
-                              int64_t first, int64_t n, const std::string& label) {
+double ExpectMatchesReference(const std::vector<float>& logits, const Golden& golden, int64_t first,
+                              int64_t n, const std::string& label) {
   EXPECT_EQ(static_cast<int64_t>(logits.size()), n * golden.vocab) << label;
   if (static_cast<int64_t>(logits.size()) != n * golden.vocab) return INFINITY;
   double worst = 0;
@@ -131,8 +131,8 @@ class ReferenceTest : public ::testing::TestWithParam<std::string> {
     ForwardOptions options;
     options.delta_path = path;
     ForwardOutput out;
-    const Status s = model_->Forward(
-        st, std::span<const int32_t>(golden_.tokens.data() + first, n), options, &out);
+    const Status s = model_->Forward(st, std::span<const int32_t>(golden_.tokens.data() + first, n),
+                                     options, &out);
     EXPECT_TRUE(s.ok()) << s.ToString();
     return std::move(out.logits);
   }

@@ -1,5 +1,7 @@
 // SequenceState: layout, snapshots that restore bit-exactly, and the truncation rules that keep
 // speculative decoding honest (attention caches may drop positions, DeltaNet states may not).
+#include "state/sequence_state.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "state/sequence_state.h"
-
 namespace mtplx::state {
 namespace {
 
@@ -17,9 +17,9 @@ namespace {
 StateLayout HybridLayout() {
   StateLayout layout;
   layout.is_attention = {false, false, false, true, false, false, false, true};
-  layout.kv_width = 6;        // 2 kv heads x 3
+  layout.kv_width = 6;  // 2 kv heads x 3
   layout.conv_channels = 5;
-  layout.conv_history = 3;    // kernel 4
+  layout.conv_history = 3;     // kernel 4
   layout.recurrent_size = 12;  // 1 head x 3 x 4
   return layout;
 }
@@ -301,8 +301,9 @@ TEST(SequenceStateTest, Bytes) {
   state.ReserveKv(10);
   uint64_t kv_bytes = 0;
   for (int64_t layer : {3, 7})
-    kv_bytes += (state.attention(layer).keys.capacity() + state.attention(layer).values.capacity()) *
-                sizeof(float);
+    kv_bytes +=
+        (state.attention(layer).keys.capacity() + state.attention(layer).values.capacity()) *
+        sizeof(float);
   EXPECT_GE(kv_bytes, 2u * 2u * 60u * sizeof(float));
   EXPECT_EQ(state.Bytes(), delta_bytes + kv_bytes);
 
