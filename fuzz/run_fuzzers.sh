@@ -14,7 +14,7 @@ seconds="${1:-30}"
 shift || true
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(safetensors_header_fuzz model_config_fuzz)
+  targets=(safetensors_header_fuzz model_config_fuzz tokenizer_json_fuzz)
 fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -lt 1 ]]; then
   echo "usage: $0 [seconds>=1] [target ...]" >&2
@@ -38,10 +38,12 @@ for target in "${targets[@]}"; do
   if [[ -d "$seeds" ]]; then cp -r "$seeds"/. "$corpus"/; fi
   echo "=== $target: ${seconds}s over $(ls "$corpus" | wc -l) seeds"
   log="$scratch/$target.log"
+  max_len=4096
+  [[ "$target" == tokenizer_json_fuzz ]] && max_len=16384  # seeds carry a whole tokenizer.json
   dict=()
   if [[ -f "$root/fuzz/$target.dict" ]]; then dict=(-dict="$root/fuzz/$target.dict"); fi
   set +e
-  "$root/build-fuzz/fuzz/$target" "${dict[@]}" "$corpus" -max_len=4096 -max_total_time="$seconds" \
+  "$root/build-fuzz/fuzz/$target" "${dict[@]}" "$corpus" -max_len="$max_len" -max_total_time="$seconds" \
       -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$artifacts/$target-" >"$log" 2>&1
   rc=$?

@@ -6,7 +6,9 @@
 namespace mtplx::chat {
 
 Result<Value> Interpreter::Eval(const Expr& expr, const ScopePtr& scope) {
-  Result<Value> value = EvalExpr(expr, scope);
+  ++depth_;
+  Result<Value> value = depth_ > limits_.max_depth ? CheckDepth() : EvalExpr(expr, scope);
+  --depth_;
   if (!value.ok()) return Locate(value.status(), expr.pos);
   return value;
 }

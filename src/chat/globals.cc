@@ -70,9 +70,9 @@ Status FillDict(const CallArgs& args, DictData* data) {
     } else {
       MTPLX_ASSIGN_OR_RETURN(const std::vector<Value> pairs, Iterate(source));
       for (const Value& pair : pairs) {
-        const std::optional<MarkedString> key =
-            pair.is_list() && pair.items().size() == 2 ? EncodeDictKey(pair.items()[0])
-                                                       : std::nullopt;
+        const std::optional<MarkedString> key = pair.is_list() && pair.items().size() == 2
+                                                    ? EncodeDictKey(pair.items()[0])
+                                                    : std::nullopt;
         if (!key) return TypeError("dict() needs a mapping or (key, value) pairs");
         data->Set(*key, pair.items()[1]);
       }

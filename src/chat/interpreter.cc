@@ -117,6 +117,14 @@ Status Interpreter::Step() {
   return Status::Ok();
 }
 
+Status Interpreter::CheckDepth() const {
+  if (depth_ > limits_.max_depth) {
+    return ResourceExhausted(
+        StrCat("template evaluation is nested deeper than ", limits_.max_depth));
+  }
+  return Status::Ok();
+}
+
 Status Interpreter::CountSteps(int64_t steps) {
   steps_ += steps;
   return Step();
@@ -145,7 +153,8 @@ Result<Interpreter::Flow> Interpreter::ExecBody(const Body& body, const ScopePtr
 
 Result<Interpreter::Flow> Interpreter::Exec(const Stmt& stmt, const ScopePtr& scope,
                                             MarkedString* out) {
-  Result<Flow> flow = ExecStmt(stmt, scope, out);
+  DepthCounter depth(&depth_);
+  Result<Flow> flow = depth_ > limits_.max_depth ? CheckDepth() : ExecStmt(stmt, scope, out);
   if (!flow.ok()) return Locate(flow.status(), stmt.pos);
   return flow;
 }

@@ -20,8 +20,11 @@
 namespace mtplx::chat {
 
 struct RenderLimits {
-  int64_t max_steps = 20'000'000;              // statements and expressions evaluated
-  int max_call_depth = 100;                    // nested macro calls
+  int64_t max_steps = 20'000'000;  // statements and expressions evaluated
+  int max_call_depth = 100;        // nested macro calls
+  // Statements and expressions being evaluated inside one another, macro bodies included; bounds
+  // the interpreter's stack use (a recursive macro over deeply nested expressions).
+  int max_depth = 600;
   size_t max_output_bytes = size_t{64} << 20;  // output, and any single string or list
 };
 
@@ -92,12 +95,14 @@ class Interpreter {
   Value MakeLoop(const std::vector<Value>& items, size_t index) const;
 
   Status Step();
+  Status CheckDepth() const;
   // Prefixes "chat template: LINE:COLUMN: " to the first error, at the innermost node.
   Status Locate(Status status, const SourcePos& pos);
 
   RenderLimits limits_;
   int64_t steps_ = 0;
   int call_depth_ = 0;
+  int depth_ = 0;  // nesting of Exec and Eval
   bool located_ = false;
   ScopePtr globals_;
   std::vector<std::weak_ptr<DictData>> namespaces_;

@@ -14,7 +14,7 @@ namespace mtplx::chat {
 
 struct ParseLimits {
   int max_nesting = 128;     // nested brackets, unary operators and block statements
-  int max_expr_depth = 512;  // height of any expression tree (long a+b+c+... chains)
+  int max_expr_depth = 256;  // height of any expression tree (long a+b+c+... chains)
 };
 
 // Parses a whole template. Syntax errors read "chat template: LINE:COLUMN: syntax error: ...".

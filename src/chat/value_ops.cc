@@ -348,10 +348,18 @@ void AppendJson(const Value& value, const JsonOptions& options, int depth, Statu
 // json.dumps turns None, bool, int and float keys into strings.
 void AppendJsonKey(const Value& key, bool ensure_ascii, std::string* out) {
   switch (key.kind()) {
-    case Kind::kNone: out->append("\"null\""); return;
-    case Kind::kInt: out->append("\"" + std::to_string(key.AsInt()) + "\""); return;
-    case Kind::kFloat: out->append("\"" + PyFloatRepr(key.AsDouble()) + "\""); return;
-    default: AppendJsonString(key.text(), ensure_ascii, out); return;
+    case Kind::kNone:
+      out->append("\"null\"");
+      return;
+    case Kind::kInt:
+      out->append("\"" + std::to_string(key.AsInt()) + "\"");
+      return;
+    case Kind::kFloat:
+      out->append("\"" + PyFloatRepr(key.AsDouble()) + "\"");
+      return;
+    default:
+      AppendJsonString(key.text(), ensure_ascii, out);
+      return;
   }
 }
 

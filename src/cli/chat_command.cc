@@ -11,6 +11,7 @@
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/session.h"
+#include "tokenizer/utf8.h"
 
 namespace mtplx::cli {
 namespace {
@@ -30,6 +31,10 @@ class ChatLoop {
       std::fflush(stdout);
       if (!std::getline(std::cin, line)) break;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      if (!tokenizer::IsValidUtf8(line)) {
+        std::printf("(that line is not valid UTF-8 text; not sent)\n");
+        continue;
+      }
       if (line[0] == '/') {
         if (!Command(line)) break;
         continue;

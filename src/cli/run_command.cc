@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/session.h"
+#include "tokenizer/utf8.h"
 
 namespace mtplx::cli {
 namespace {
@@ -23,6 +24,8 @@ int RunGenerate(RunOptions o) {
     o.prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   if (o.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
     return ReportError("the prompt is empty");
+  if (!tokenizer::IsValidUtf8(o.prompt) || !tokenizer::IsValidUtf8(o.flags.system))
+    return ReportError("the prompt is not valid UTF-8 text");
   const bool chatty = !o.flags.quiet && !o.json;
   auto session = Session::Open(o.flags, chatty);
   if (!session.ok()) return ReportError(session.status().message());

@@ -89,7 +89,7 @@ TEST(UserMarking, ChatTemplateMarksMessagesToolsAndArguments) {
 
 TEST(Limits, EndlessLoopsStop) {
   RenderLimits limits;
-  limits.max_steps = 100000;
+  limits.max_steps = 20000;
   const Result<MarkedString> out =
       RenderWith("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
                  EmptyContext(), limits);
@@ -104,6 +104,21 @@ TEST(Limits, RunawayRecursionStops) {
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(out.status().message().find("nested deeper"), std::string::npos);
+}
+
+TEST(Limits, DeepEvaluationInRecursionStops) {
+  // Each call nests a 250-deep expression; the total nesting limit stops it before the stack
+  // runs out, whatever the call-depth limit allows.
+  std::string sum = "n";
+  for (int i = 0; i < 250; ++i) sum += " + 1";
+  RenderLimits limits;
+  limits.max_call_depth = 1000;
+  const Result<MarkedString> out = RenderWith(
+      "{% macro f(n) %}{{ f(" + sum + ") }}{% endmacro %}{{ f(0) }}", EmptyContext(), limits);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(out.status().message().find("nested deeper than 600"), std::string::npos)
+      << out.status().message();
 }
 
 TEST(Limits, OutputAndStringSizeAreCapped) {

@@ -134,6 +134,30 @@ TEST(CliTest, ChatKeepsHistoryAndHandlesCommands) {
   EXPECT_EQ(lines, 3u) << output;
 }
 
+// Runs `mtplx ARGS` with `input` on stdin (written to a file first, so any bytes pass).
+Outcome MtplxWithStdin(const std::string& args, const std::string& input) {
+  const std::string path = testing::MakeTempDir("mtplx-stdin") + "/in.txt";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(input.data(), 1, input.size(), f);
+  std::fclose(f);
+  return Mtplx(args + " < " + path);
+}
+
+TEST(CliTest, InvalidUtf8PromptIsRefused) {
+  const Outcome o = MtplxWithStdin("run -", std::string("caf\xc3 \xff\xfe bad"));
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_NE(o.output.find("not valid UTF-8"), std::string::npos) << o.output;
+}
+
+TEST(CliTest, PromptLongerThanTheContextWindowIsRefused) {
+  std::string prompt;
+  for (int i = 0; i < 3000; ++i) prompt += "lorem ipsum ";  // > 4096 tokens for the tiny model
+  const Outcome o = MtplxWithStdin("run - --no-mtp", prompt);
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_NE(o.output.find("context window"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("internal error"), std::string::npos);
+}
+
 TEST(CliTest, ScoreWritesLogitsAndTopFive) {
   const std::string dir = testing::MakeTempDir("mtplx-cli");
   const std::string model = testing::BinaryDir() + "/models/default";

@@ -1,5 +1,5 @@
 // End-to-end sampled exactness of speculative decoding, full version (label slow): 20,000
-// samples per arm; see distribution_check.h. About 8 CPU-minutes on the synthetic model, whose
+// samples per arm; see distribution_check.h. About 10 CPU-minutes on the synthetic model, whose
 // forward pass dominates; distribution_test.cc is the quick variant.
 #include "engine/distribution_check.h"
 

@@ -1,5 +1,5 @@
 // End-to-end sampled exactness of speculative decoding, quick version (label model): see
-// distribution_check.h. 2,000 samples per arm (about 45 CPU-seconds here) are enough to reject
+// distribution_check.h. 2,000 samples per arm (about 50 CPU-seconds here) are enough to reject
 // obviously wrong acceptance / residual / bonus rules; distribution_slow_test.cc runs 20,000.
 #include "engine/distribution_check.h"
 

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Reproduces the bundled model from scratch: corpus -> tokenizer -> tokens -> mtplx build ->
+# training (with the MTP head) -> Hugging Face export -> verification against transformers and mtplx.
+#
+#   tools/train/run_all.sh [RUN_NAME] [extra train.py flags...]
+#
+# Environment:
+#   PYTHON         Python with torch, transformers 5.x, tokenizers, safetensors (default /opt/mtplx-py/bin/python)
+#   STAGES         space-separated subset of: corpus tokenizer encode build train verify (default: all)
+#   NICE           niceness for the heavy steps (default 15)
+#   THREADS        torch threads (default 2)
+# Outputs (all git-ignored): tools/train/data/{raw,corpus,tokenizer,tokens}, tools/train/runs/RUN_NAME/
+#   {log.txt via the caller, train_log.txt, ckpt.pt, summary.json, hf/, verify.json}
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+RUN="${1:-main}"
+shift || true
+PYTHON="${PYTHON:-/opt/mtplx-py/bin/python}"
+STAGES="${STAGES:-corpus tokenizer encode build train verify}"
+NICE="${NICE:-15}"
+THREADS="${THREADS:-2}"
+N="nice -n $NICE"
+
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+say() { echo "[run_all $(date +%H:%M:%S)] $*"; }
+
+if has corpus; then
+  say "corpus (Debian packages; --install apt-gets the missing ones)"
+  $N "$PYTHON" "$HERE/prepare_corpus.py" --install
+fi
+if has tokenizer; then
+  say "tokenizer"
+  $N "$PYTHON" "$HERE/train_tokenizer.py"
+fi
+if has encode; then
+  say "encode"
+  $N "$PYTHON" "$HERE/encode_corpus.py"
+fi
+if has build; then
+  say "build mtplx (build-train)"
+  cmake -S "$REPO" -B "$REPO/build-train" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DMTPLX_BUILD_TESTS=OFF -DMTPLX_BUILD_BENCH=OFF > /dev/null
+  $N ninja -C "$REPO/build-train" -j1 mtplx
+fi
+if has train; then
+  say "train run '$RUN' (resumes if runs/$RUN/ckpt.pt exists)"
+  RESUME=()
+  [[ -f "$HERE/runs/$RUN/ckpt.pt" ]] && RESUME=(--resume)
+  $N "$PYTHON" "$HERE/train.py" --run "$RUN" --threads "$THREADS" "${RESUME[@]}" "$@"
+fi
+if has verify; then
+  say "verify runs/$RUN/hf against transformers and mtplx"
+  $N "$PYTHON" "$HERE/verify_export.py" "$HERE/runs/$RUN/hf" --threads "$THREADS" \
+    --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/verify.json"
+fi
+say "done"
