@@ -14,7 +14,7 @@ seconds="${1:-30}"
 shift || true
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(safetensors_header_fuzz model_config_fuzz tokenizer_json_fuzz)
+  targets=(safetensors_header_fuzz model_config_fuzz tokenizer_json_fuzz chat_template_fuzz)
 fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -lt 1 ]]; then
   echo "usage: $0 [seconds>=1] [target ...]" >&2
@@ -39,7 +39,8 @@ for target in "${targets[@]}"; do
   echo "=== $target: ${seconds}s over $(ls "$corpus" | wc -l) seeds"
   log="$scratch/$target.log"
   max_len=4096
-  [[ "$target" == tokenizer_json_fuzz ]] && max_len=16384  # seeds carry a whole tokenizer.json
+  # These seeds carry a whole tokenizer.json or chat template.
+  [[ "$target" == tokenizer_json_fuzz || "$target" == chat_template_fuzz ]] && max_len=16384
   dict=()
   if [[ -f "$root/fuzz/$target.dict" ]]; then dict=(-dict="$root/fuzz/$target.dict"); fi
   set +e

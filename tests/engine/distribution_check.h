@@ -178,16 +178,18 @@ inline Comparison Compare(const Samples& a, const Samples& b) {
       c.worst = what + ": " + r.ToString();
     }
   };
-  test([](const std::vector<int32_t>& s) {
-         return std::vector<int32_t>(s.begin(), s.begin() + kJointTokens);
-       },
-       "joint(x1..x3)");
+  test(
+      [](const std::vector<int32_t>& s) {
+        return std::vector<int32_t>(s.begin(), s.begin() + kJointTokens);
+      },
+      "joint(x1..x3)");
   // Which of the first three tokens repeat (5 patterns, dense cells): sensitive to the token
   // counts behind the presence / frequency penalties, which the sparse joint pools away.
-  test([](const std::vector<int32_t>& s) {
-         return std::vector<int32_t>{s[0] == s[1], s[1] == s[2], s[0] == s[2]};
-       },
-       "repeats(x1..x3)");
+  test(
+      [](const std::vector<int32_t>& s) {
+        return std::vector<int32_t>{s[0] == s[1], s[1] == s[2], s[0] == s[2]};
+      },
+      "repeats(x1..x3)");
   const size_t length = a.front().size();
   for (size_t t = 0; t < length; ++t)
     test([t](const std::vector<int32_t>& s) { return std::vector<int32_t>{s[t]}; },
@@ -235,12 +237,13 @@ inline void CheckScenarios(int samples, const std::vector<Scenario>& scenarios) 
       ASSERT_EQ(static_cast<int>(spec.size()), samples);
       for (const auto& x : spec) ASSERT_EQ(static_cast<int>(x.size()), s.max_tokens);
       const Comparison c = Compare(plain, spec);
-      std::printf("%s%s (depth %d): %.1f s; drafts proposed %lld accepted %lld, corrections "
-                  "%lld, bonuses %lld\n%s",
-                  s.name, penalties ? " (penalties)" : "", s.depth, lap(),
-                  static_cast<long long>(totals.proposed), static_cast<long long>(totals.accepted),
-                  static_cast<long long>(totals.corrections),
-                  static_cast<long long>(totals.bonuses), c.report.c_str());
+      std::printf(
+          "%s%s (depth %d): %.1f s; drafts proposed %lld accepted %lld, corrections "
+          "%lld, bonuses %lld\n%s",
+          s.name, penalties ? " (penalties)" : "", s.depth, lap(),
+          static_cast<long long>(totals.proposed), static_cast<long long>(totals.accepted),
+          static_cast<long long>(totals.corrections), static_cast<long long>(totals.bonuses),
+          c.report.c_str());
       const double alpha = kAlpha / (c.tests * static_cast<double>(scenarios.size()));
       EXPECT_GT(c.min_p_value, alpha) << s.name << " depth " << s.depth << " worst " << c.worst;
       EXPECT_GT(totals.proposed, 0);

@@ -44,11 +44,16 @@ enum class DraftKind { kSampled, kEqual, kGreedy, kOutside, kMixed };
 
 const char* Name(DraftKind k) {
   switch (k) {
-    case DraftKind::kSampled: return "sampled";
-    case DraftKind::kEqual: return "equal";
-    case DraftKind::kGreedy: return "greedy";
-    case DraftKind::kOutside: return "outside";
-    case DraftKind::kMixed: return "mixed";
+    case DraftKind::kSampled:
+      return "sampled";
+    case DraftKind::kEqual:
+      return "equal";
+    case DraftKind::kGreedy:
+      return "greedy";
+    case DraftKind::kOutside:
+      return "outside";
+    case DraftKind::kMixed:
+      return "mixed";
   }
   return "?";
 }
@@ -134,8 +139,8 @@ Chain MakeChain(uint64_t seed, int length, DraftKind kind) {
 struct Rules {
   std::function<bool(const SparseDistribution&, const SparseDistribution&, int32_t, double)>
       accept = AcceptDraft;
-  std::function<SparseDistribution(const SparseDistribution&, const SparseDistribution&)>
-      residual = Residual;
+  std::function<SparseDistribution(const SparseDistribution&, const SparseDistribution&)> residual =
+      Residual;
   bool shared_accept_uniform = false;  // bug: one uniform for every accept test of a cycle
   bool reuse_draft_uniform = false;    // bug: draft i's accept test reuses the uniform it was
                                        // sampled with
@@ -145,8 +150,8 @@ struct PathCounts {
   int64_t accepted = 0, rejected = 0, bonuses = 0, rejected_outside_p = 0;
 };
 
-std::vector<int32_t> Generate(const Chain& c, int depth_limit, CounterRng& rng,
-                              const Rules& rules, PathCounts* paths) {
+std::vector<int32_t> Generate(const Chain& c, int depth_limit, CounterRng& rng, const Rules& rules,
+                              PathCounts* paths) {
   std::vector<int32_t> out;
   const int max_tokens = c.length;
   auto prev_of = [&](size_t t) { return t == 0 ? kContext : out[t - 1]; };
@@ -172,8 +177,8 @@ std::vector<int32_t> Generate(const Chain& c, int depth_limit, CounterRng& rng,
     for (int i = 0; i < depth; ++i) {
       const SparseDistribution& p = c.p[t0 + i][prev_of(t0 + i)];
       const double u = rules.shared_accept_uniform ? shared_u
-                       : rules.reuse_draft_uniform  ? draft_u[i]
-                                                    : rng.Uniform();
+                       : rules.reuse_draft_uniform ? draft_u[i]
+                                                   : rng.Uniform();
       if (rules.accept(p, *q[i], drafts[i], u)) {
         ++accepted;
         ++paths->accepted;
@@ -185,8 +190,10 @@ std::vector<int32_t> Generate(const Chain& c, int depth_limit, CounterRng& rng,
       ++paths->rejected;
       if (Probability(p, drafts[i]) == 0.0) ++paths->rejected_outside_p;
       out.push_back(SampleFrom(rules.residual(p, *q[i]), rng.Uniform()));
-      if (static_cast<int>(out.size()) >= max_tokens) finished = true;
-      else pending = out.back();
+      if (static_cast<int>(out.size()) >= max_tokens)
+        finished = true;
+      else
+        pending = out.back();
       break;
     }
     if (accepted == depth && !finished) {
@@ -293,8 +300,9 @@ BatteryResult RunBattery(const Chain& c, int depth, int samples, uint64_t seed,
     }
     record(test_stats::ChiSquareGoodnessOfFit(pairs[t], joint), "pair " + std::to_string(t));
   }
-  if (whole) record(test_stats::ChiSquareGoodnessOfFit(sequences, SequenceProbabilities(c)),
-                    "whole sequence");
+  if (whole)
+    record(test_stats::ChiSquareGoodnessOfFit(sequences, SequenceProbabilities(c)),
+           "whole sequence");
   return r;
 }
 
@@ -314,13 +322,12 @@ TEST_P(SpeculativeAcceptBattery, EmittedTokensFollowTheTarget) {
   const uint64_t seed = 1000 * cfg.depth + static_cast<uint64_t>(cfg.kind);
   const Chain c = MakeChain(seed, length, cfg.kind);
   const BatteryResult r = RunBattery(c, cfg.depth, kSamples, seed, Rules{});
-  std::printf("K=%d %-8s accepted %lld rejected %lld (p(d)=0: %lld) bonuses %lld; %d tests, "
-              "min p %.3g, max TV*sqrt(N) %.3f\n",
-              cfg.depth, Name(cfg.kind), static_cast<long long>(r.paths.accepted),
-              static_cast<long long>(r.paths.rejected),
-              static_cast<long long>(r.paths.rejected_outside_p),
-              static_cast<long long>(r.paths.bonuses), r.tests, r.min_p_value,
-              r.max_tv_times_sqrt_n);
+  std::printf(
+      "K=%d %-8s accepted %lld rejected %lld (p(d)=0: %lld) bonuses %lld; %d tests, "
+      "min p %.3g, max TV*sqrt(N) %.3f\n",
+      cfg.depth, Name(cfg.kind), static_cast<long long>(r.paths.accepted),
+      static_cast<long long>(r.paths.rejected), static_cast<long long>(r.paths.rejected_outside_p),
+      static_cast<long long>(r.paths.bonuses), r.tests, r.min_p_value, r.max_tv_times_sqrt_n);
   const double alpha = kAlpha / r.tests;  // Bonferroni
   EXPECT_EQ(r.impossible, 0);
   EXPECT_GT(r.min_p_value, alpha) << "K=" << cfg.depth << " " << Name(cfg.kind) << " worst "
@@ -415,8 +422,8 @@ TEST(SpeculativeAcceptPowerTest, BrokenRulesFailTheBattery) {
     const Chain c = MakeChain(77, depth + 2, b.kind);
     const BatteryResult r = RunBattery(c, depth, kSamples, 77, b.rules);
     const double alpha = kAlpha / r.tests;
-    std::printf("%-45s min p %.3g, impossible %lld, max TV*sqrt(N) %.2f\n", b.name,
-                r.min_p_value, static_cast<long long>(r.impossible), r.max_tv_times_sqrt_n);
+    std::printf("%-45s min p %.3g, impossible %lld, max TV*sqrt(N) %.2f\n", b.name, r.min_p_value,
+                static_cast<long long>(r.impossible), r.max_tv_times_sqrt_n);
     EXPECT_TRUE(r.min_p_value < alpha || r.impossible > 0)
         << b.name << " was not detected: " << r.worst;
   }
@@ -455,8 +462,8 @@ TEST(SpeculativeAcceptTest, OneStepOutputDistributionIsExactlyP) {
         EXPECT_TRUE(AcceptDraft(p, q, d, a * (1 - 1e-9)));
       }
       if (a < 1.0) {
-        EXPECT_FALSE(AcceptDraft(p, q, d, std::min(a * (1 + 1e-9) + 1e-300,
-                                                   std::nextafter(1.0, 0.0))));
+        EXPECT_FALSE(
+            AcceptDraft(p, q, d, std::min(a * (1 + 1e-9) + 1e-300, std::nextafter(1.0, 0.0))));
       }
     }
   }

@@ -80,8 +80,8 @@ inline ChiSquareResult ChiSquareGoodnessOfFit(const std::vector<int64_t>& observ
                                               const std::vector<double>& probs,
                                               double min_expected = 5.0) {
   ChiSquareResult r;
-  const double n = static_cast<double>(std::accumulate(observed.begin(), observed.end(),
-                                                       int64_t{0}));
+  const double n =
+      static_cast<double>(std::accumulate(observed.begin(), observed.end(), int64_t{0}));
   std::vector<double> obs, exp;
   double pooled_obs = 0.0, pooled_exp = 0.0;
   for (size_t i = 0; i < observed.size(); ++i) {
@@ -108,7 +108,8 @@ inline ChiSquareResult ChiSquareGoodnessOfFit(const std::vector<int64_t>& observ
       exp[smallest] += pooled_exp;
     }
   }
-  for (size_t i = 0; i < obs.size(); ++i) r.statistic += (obs[i] - exp[i]) * (obs[i] - exp[i]) / exp[i];
+  for (size_t i = 0; i < obs.size(); ++i)
+    r.statistic += (obs[i] - exp[i]) * (obs[i] - exp[i]) / exp[i];
   r.df = static_cast<int>(obs.size()) - 1;
   r.p_value = r.impossible > 0 ? 0.0 : ChiSquareSurvival(r.statistic, r.df);
   return r;
@@ -160,9 +161,10 @@ inline ChiSquareResult ChiSquareHomogeneity(const std::vector<int64_t>& a,
 }
 
 // Total variation distance between the empirical distribution of `observed` and `probs`.
-inline double TotalVariation(const std::vector<int64_t>& observed, const std::vector<double>& probs) {
-  const double n = static_cast<double>(std::accumulate(observed.begin(), observed.end(),
-                                                       int64_t{0}));
+inline double TotalVariation(const std::vector<int64_t>& observed,
+                             const std::vector<double>& probs) {
+  const double n =
+      static_cast<double>(std::accumulate(observed.begin(), observed.end(), int64_t{0}));
   double tv = 0.0;
   for (size_t i = 0; i < observed.size(); ++i)
     tv += std::fabs(static_cast<double>(observed[i]) / n - probs[i]);

@@ -66,8 +66,8 @@ TEST(TestStatsTest, HomogeneityAndTotalVariation) {
   EXPECT_LT(r.p_value, 1e-6);
   // 2x2 table by hand: a = (30, 70), b = (50, 50): chi2 = 8.333...
   r = ChiSquareHomogeneity({30, 70}, {50, 50}, 0.0);
-  EXPECT_NEAR(r.statistic, 200.0 * (30.0 * 50 - 70.0 * 50) * (30.0 * 50 - 70.0 * 50) /
-                               (100.0 * 100 * 80 * 120),
+  EXPECT_NEAR(r.statistic,
+              200.0 * (30.0 * 50 - 70.0 * 50) * (30.0 * 50 - 70.0 * 50) / (100.0 * 100 * 80 * 120),
               1e-12);
   EXPECT_NEAR(TotalVariation({25, 75}, {0.5, 0.5}), 0.25, 1e-15);
 }
