@@ -26,7 +26,7 @@ BenchMatrix Make(int64_t rows, int64_t cols, int bits) {
   if (bits == 0) {
     b.dense.resize(rows * cols);
     for (auto& v : b.dense) v = F32ToBf16(static_cast<float>(rng.Uniform(-1, 1)));
-    b.m = Matrix{rows, cols, DType::kBF16, b.dense.data()};
+    b.m = Matrix::Dense(rows, cols, DType::kBF16, b.dense.data());
     return b;
   }
   const int64_t words = cols * bits / 32, groups = cols / 64;

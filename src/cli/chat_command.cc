@@ -54,7 +54,7 @@ class ChatLoop {
   void Reset() {
     conversation_ = chat::Conversation();
     if (!flags_.system.empty())
-      conversation_.messages.push_back({.role = "system", .content = flags_.system});
+      conversation_.messages.push_back(TextMessage("system", flags_.system));
   }
 
   // Returns false to leave the chat.
@@ -82,7 +82,7 @@ class ChatLoop {
   }
 
   bool Answer(const std::string& text) {
-    conversation_.messages.push_back({.role = "user", .content = text});
+    conversation_.messages.push_back(TextMessage("user", text));
     auto turn = session_.Reply(conversation_, [](std::string_view piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
@@ -95,7 +95,7 @@ class ChatLoop {
     std::printf("\n");
     std::fflush(stdout);
     if (!flags_.quiet) std::fprintf(stderr, "%s\n", StatsLine(*turn).c_str());
-    conversation_.messages.push_back({.role = "assistant", .content = turn->text});
+    conversation_.messages.push_back(TextMessage("assistant", turn->text));
     last_ = std::move(turn).value();
     return true;
   }

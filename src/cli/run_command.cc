@@ -34,8 +34,8 @@ int RunGenerate(RunOptions o) {
 
   chat::Conversation conversation;
   if (!o.flags.system.empty())
-    conversation.messages.push_back({.role = "system", .content = o.flags.system});
-  conversation.messages.push_back({.role = "user", .content = o.prompt});
+    conversation.messages.push_back(TextMessage("system", o.flags.system));
+  conversation.messages.push_back(TextMessage("user", o.prompt));
   auto stream = [&](std::string_view text) {
     if (o.json) return;
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -164,6 +164,13 @@ Result<Turn> Session::Reply(const chat::Conversation& conversation,
   return turn;
 }
 
+chat::Message TextMessage(std::string role, std::string content) {
+  chat::Message message;
+  message.role = std::move(role);
+  message.content = std::move(content);
+  return message;
+}
+
 nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model) {
   const auto& s = turn.stats;
   nlohmann::json out = {{"mode", turn.depth > 0 ? "MTP" : "AR"},

@@ -86,6 +86,9 @@ class Session {
   int turns_ = 0;
 };
 
+// A plain text message ("system", "user", "assistant").
+chat::Message TextMessage(std::string role, std::string content);
+
 // Stats of a turn as JSON (the `stats` object of `run --json`).
 nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model);
 // "[mtplx] mode=MTP depth=2 tokens=N tok/s=X prefill_tok/s=Y"

@@ -27,6 +27,16 @@ struct Matrix {
   bool quantized = false;
   AffineQuant quant;
 
+  // A dense [rows, cols] matrix of `dtype` at `data`.
+  static Matrix Dense(int64_t rows, int64_t cols, DType dtype, const void* data) {
+    Matrix m;
+    m.rows = rows;
+    m.cols = cols;
+    m.dtype = dtype;
+    m.data = data;
+    return m;
+  }
+
   bool empty() const { return rows == 0; }
   // Bytes read to stream the whole matrix once (weights + scales + biases).
   uint64_t StorageBytes() const;

@@ -42,7 +42,7 @@ TestMatrix MakeDense(int64_t rows, int64_t cols, DType dtype, uint64_t seed) {
       std::memcpy(t.dense.data() + 2 * i, &b, 2);
     }
   }
-  t.m = Matrix{rows, cols, dtype, t.dense.data()};
+  t.m = Matrix::Dense(rows, cols, dtype, t.dense.data());
   return t;
 }
 
