@@ -13,6 +13,9 @@ namespace mtplx::cli {
 Result<std::string> DefaultModelDir() {
   if (const char* env = std::getenv("MTPLX_MODEL"); env && *env) return std::string(env);
   std::vector<std::string> candidates;
+#ifdef MTPLX_BUNDLED_MODEL
+  candidates.push_back(MTPLX_BUNDLED_MODEL);  // the trained pack committed in models/default
+#endif
 #ifdef MTPLX_BUILD_DEFAULT_MODEL
   candidates.push_back(MTPLX_BUILD_DEFAULT_MODEL);
 #endif

@@ -7,8 +7,8 @@
 
 namespace mtplx::cli {
 
-// $MTPLX_MODEL, else the model the build prepared, else models/default next to the executable's
-// repository.
+// $MTPLX_MODEL, else the pack committed in the repository's models/default, else the synthetic
+// model the build prepared, else models/default next to the executable's folder.
 Result<std::string> DefaultModelDir();
 
 }  // namespace mtplx::cli
