@@ -122,7 +122,8 @@ Result<Turn> Session::Reply(const chat::Conversation& conversation,
   auto on_token = [&](int32_t id) {
     turn.text += decoder.Push(id);
     for (const auto& stop : flags_.stop) {
-      const size_t at = stop.empty() ? std::string::npos : turn.text.find(stop);
+      // Text before `streamed` was already checked: no stop string starts there.
+      const size_t at = stop.empty() ? std::string::npos : turn.text.find(stop, streamed);
       if (at != std::string::npos) {
         turn.text.resize(at);
         stopped = true;
