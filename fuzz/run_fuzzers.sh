@@ -6,6 +6,7 @@
 #
 # Usage: fuzz/run_fuzzers.sh [seconds per target, default 30] [target ...]
 #   MTPLX_FUZZ_JOBS    build parallelism (default 1)
+#   MTPLX_FUZZ_SEED    libFuzzer seed (default 1: CI replays the prefix that was run here)
 #   MTPLX_FUZZ_ARTIFACTS  where crash reproducers go (default build-fuzz/fuzz/artifacts)
 set -euo pipefail
 
@@ -45,7 +46,7 @@ for target in "${targets[@]}"; do
   if [[ -f "$root/fuzz/$target.dict" ]]; then dict=(-dict="$root/fuzz/$target.dict"); fi
   set +e
   "$root/build-fuzz/fuzz/$target" "${dict[@]}" "$corpus" -max_len="$max_len" -max_total_time="$seconds" \
-      -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -seed="${MTPLX_FUZZ_SEED:-1}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$artifacts/$target-" >"$log" 2>&1
   rc=$?
   set -e

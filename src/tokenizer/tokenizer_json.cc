@@ -111,14 +111,22 @@ Status CheckBpeOptions(const Json& model) {
   return Status::Ok();
 }
 
+// A token id must be a JSON integer in [0, kMaxTokenId]; floats such as 1e105 are refused
+// rather than converted (converting an out-of-range float to an integer is undefined).
+Result<int32_t> TokenId(const Json& node, std::string_view what) {
+  if (!node.is_number_integer()) return InvalidArgument(StrCat(what, " id is not an integer"));
+  if (node.is_number_unsigned() ? node.get<uint64_t>() > static_cast<uint64_t>(kMaxTokenId)
+                                : (node.get<int64_t>() < 0 || node.get<int64_t>() > kMaxTokenId)) {
+    return InvalidArgument(StrCat(what, " id ", node.dump(), " is out of range"));
+  }
+  return static_cast<int32_t>(node.get<int64_t>());
+}
+
 Status ParseVocab(const Json& vocab, TokenizerSpec* spec) {
   spec->vocab.reserve(vocab.size());
   for (const auto& [token, id_node] : vocab.items()) {
-    const int64_t id = id_node.get<int64_t>();
-    if (id < 0 || id > kMaxTokenId) {
-      return InvalidArgument(StrCat("vocab id ", id, " of \"", token, "\" is out of range"));
-    }
-    spec->vocab.emplace_back(token, static_cast<int32_t>(id));
+    MTPLX_ASSIGN_OR_RETURN(const int32_t id, TokenId(id_node, StrCat("vocab \"", token, "\"")));
+    spec->vocab.emplace_back(token, id);
   }
   return Status::Ok();
 }
@@ -147,9 +155,7 @@ Status ParseAddedTokens(const Json& tokens, TokenizerSpec* spec) {
   if (tokens.is_null()) return Status::Ok();
   for (const Json& node : tokens) {
     AddedToken token;
-    const int64_t id = node.at("id").get<int64_t>();
-    if (id < 0 || id > kMaxTokenId) return InvalidArgument(StrCat("added token id ", id));
-    token.id = static_cast<int32_t>(id);
+    MTPLX_ASSIGN_OR_RETURN(token.id, TokenId(node.at("id"), "added token"));
     token.content = node.at("content").get<std::string>();
     token.special = FlagOr(node, "special", false);
     if (FlagOr(node, "lstrip", false) || FlagOr(node, "rstrip", false) ||

@@ -117,6 +117,12 @@ TEST(TokenizerJsonTest, RejectsWhatItCannotHonour) {
        StatusCode::kInvalidArgument},
       {"negative id", [](Json* j) { (*j)["model"]["vocab"]["zz"] = -3; },
        StatusCode::kInvalidArgument},
+      {"float id", [](Json* j) { (*j)["model"]["vocab"]["zz"] = 1.24e105; },
+       StatusCode::kInvalidArgument},
+      {"huge unsigned id", [](Json* j) { (*j)["model"]["vocab"]["zz"] = uint64_t{1} << 63; },
+       StatusCode::kInvalidArgument},
+      {"float added id", [](Json* j) { (*j)["added_tokens"][0]["id"] = 300.5; },
+       StatusCode::kInvalidArgument},
       {"missing model", [](Json* j) { j->erase("model"); }, StatusCode::kInvalidArgument},
   };
   for (const Case& c : cases) {
