@@ -37,6 +37,9 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--mtp-hidden", f.mtp_hidden, "Trunk hidden fed to the MTP head: post | pre")
       ->check(CLI::IsMember({"post", "pre"}));
+  cmd->add_option("--activations", f.activations,
+                  "Activations meeting quantized weights: int8 (fast, default) | f32 (exact)")
+      ->check(CLI::IsMember({"int8", "f32"}));
   cmd->add_option("--think", f.think, "Reasoning: auto (template default) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--stop", f.stop, "Stop before this text (repeatable)");
@@ -59,6 +62,8 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   model::LoadOptions load;
   load.threads = flags.threads;
   load.show_progress = show_progress;
+  load.activations =
+      flags.activations == "f32" ? kernels::Activations::kF32 : kernels::Activations::kInt8;
   MTPLX_ASSIGN_OR_RETURN(s->model_, model::Model::Load(dir, load));
   s->ChooseMode();
   return s;
@@ -174,16 +179,18 @@ chat::Message TextMessage(std::string role, std::string content) {
 
 nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model) {
   const auto& s = turn.stats;
-  nlohmann::json out = {{"mode", turn.depth > 0 ? "MTP" : "AR"},
-                        {"depth", turn.depth},
-                        {"tokens", s.completion_tokens},
-                        {"prompt_tokens", s.prompt_tokens},
-                        {"tok_s", s.DecodeTokensPerSecond()},
-                        {"prefill_tok_s", s.PrefillTokensPerSecond()},
-                        {"major_faults_during_decode", s.major_faults_during_decode},
-                        {"resident_bytes", s.resident_bytes},
-                        {"weight_bytes", model.weight_bytes()},
-                        {"weights_locked", model.weights_locked()}};
+  nlohmann::json out = {
+      {"mode", turn.depth > 0 ? "MTP" : "AR"},
+      {"depth", turn.depth},
+      {"tokens", s.completion_tokens},
+      {"prompt_tokens", s.prompt_tokens},
+      {"tok_s", s.DecodeTokensPerSecond()},
+      {"prefill_tok_s", s.PrefillTokensPerSecond()},
+      {"major_faults_during_decode", s.major_faults_during_decode},
+      {"resident_bytes", s.resident_bytes},
+      {"weight_bytes", model.weight_bytes()},
+      {"activations", model.activations() == kernels::Activations::kInt8 ? "int8" : "f32"},
+      {"weights_locked", model.weights_locked()}};
   if (turn.depth == 0) return out;
   const auto& p = turn.speculative;
   nlohmann::json per_cycle = nlohmann::json::object();

@@ -38,8 +38,9 @@ struct GenerationFlags {
   double draft_temperature = -1, draft_top_p = -1;
   int draft_top_k = -1;
   std::string mtp_hidden = "post";
-  std::string think = "auto";     // enable_thinking: auto (template default) | on | off
-  std::vector<std::string> stop;  // stop strings: generation ends before the first match
+  std::string activations = "int8";  // quantized matmuls: int8 (fast) | f32 (exact reference)
+  std::string think = "auto";        // enable_thinking: auto (template default) | on | off
+  std::vector<std::string> stop;     // stop strings: generation ends before the first match
   bool quiet = false;
 };
 

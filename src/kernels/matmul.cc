@@ -1,10 +1,12 @@
 #include "kernels/matmul.h"
 
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "base/float16.h"
 #include "kernels/affine_quant.h"
+#include "kernels/matmul_avx512.h"
 
 namespace mtplx::kernels {
 namespace {
@@ -106,14 +108,65 @@ QuantRowFn QuantRowFor(int bits) {
   }
 }
 
-void QuantizedMatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {
+// Per (row of x, group) sums, shared by every output row: the bias term is bias * sum(x).
+std::vector<float> GroupSums(const Matrix& w, const float* x, int64_t m_rows) {
   const int64_t groups = w.GroupsPerRow(), cols = w.cols;
   const int group_size = w.quant.group_size;
-  // Per (row of x, group) sums, shared by every output row.
-  std::vector<float> x_group_sums(m_rows * groups);
+  std::vector<float> sums(m_rows * groups);
   for (int64_t m = 0; m < m_rows; ++m)
     for (int64_t g = 0; g < groups; ++g)
-      x_group_sums[m * groups + g] = SumF32(x + m * cols + g * group_size, group_size);
+      sums[m * groups + g] = SumF32(x + m * cols + g * group_size, group_size);
+  return sums;
+}
+
+void ForEachRow(int64_t rows, ThreadPool* pool, const std::function<void(int64_t, int64_t)>& run) {
+  if (pool) {
+    pool->ParallelFor(rows, 16, run);
+  } else {
+    run(0, rows);
+  }
+}
+
+bool Avx512KernelsAvailable() {
+  static const bool available = avx512::Supported();
+  return available;
+}
+
+void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, float* y,
+                           ThreadPool* pool, Activations activations) {
+  const std::vector<float> sums = GroupSums(w, x, m_rows);
+  avx512::PreparedActivations act;
+  act.rows = m_rows;
+  act.groups = w.GroupsPerRow();
+  act.x = x;
+  act.group_sums = sums.data();
+  std::vector<int8_t> x8;
+  std::vector<float> steps;
+  const bool int8 = activations == Activations::kInt8;
+  if (int8) {
+    act.x8_stride = avx512::X8Stride(w.cols);
+    x8.resize(m_rows * act.x8_stride);
+    steps.resize(m_rows * act.groups);
+    avx512::QuantizeActivations(x, m_rows, w.cols, w.quant.group_size, x8.data(), steps.data());
+    act.x8 = x8.data();
+    act.steps = steps.data();
+  }
+  ForEachRow(w.rows, pool, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      if (int8) {
+        avx512::QuantRowInt8(w, n, act, y + n, w.rows);
+      } else {
+        avx512::QuantRowF32(w, n, act, y + n, w.rows);
+      }
+    }
+  });
+}
+
+void QuantizedMatMulPortable(const Matrix& w, const float* x, int64_t m_rows, float* y,
+                             ThreadPool* pool) {
+  const int64_t groups = w.GroupsPerRow(), cols = w.cols;
+  const int group_size = w.quant.group_size;
+  const std::vector<float> x_group_sums = GroupSums(w, x, m_rows);
   const QuantRowFn row_fn = QuantRowFor(w.quant.bits);
   auto run = [&](int64_t begin, int64_t end) {
     std::vector<float> codes(cols), scales(groups), biases(groups);
@@ -126,11 +179,7 @@ void QuantizedMatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, 
              group_size, x, x_group_sums.data(), m_rows, cols, y + n, w.rows, codes.data());
     }
   };
-  if (pool) {
-    pool->ParallelFor(w.rows, 16, run);
-  } else {
-    run(0, w.rows);
-  }
+  ForEachRow(w.rows, pool, run);
 }
 
 void DenseMatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {
@@ -148,24 +197,44 @@ void DenseMatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, Thre
         y[m * w.rows + n] = DotF32Impl(weights, x + m * cols, cols);
     }
   };
-  if (pool) {
-    pool->ParallelFor(w.rows, 16, run);
-  } else {
-    run(0, w.rows);
-  }
+  ForEachRow(w.rows, pool, run);
+}
+
+void DenseMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, float* y,
+                       ThreadPool* pool) {
+  ForEachRow(w.rows, pool, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) avx512::DenseRow(w, n, x, m_rows, y + n, w.rows);
+  });
 }
 
 }  // namespace
 
 float DotF32(const float* a, const float* b, int64_t n) { return DotF32Impl(a, b, n); }
 
-void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {
+void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool,
+            Activations activations) {
+  if (!w.quantized) {
+    if (Avx512KernelsAvailable()) {
+      DenseMatMulAvx512(w, x, m_rows, y, pool);
+    } else {
+      DenseMatMul(w, x, m_rows, y, pool);
+    }
+  } else if (Avx512KernelsAvailable()) {
+    QuantizedMatMulAvx512(w, x, m_rows, y, pool, activations);
+  } else {
+    QuantizedMatMulPortable(w, x, m_rows, y, pool);
+  }
+}
+
+void MatMulPortable(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {
   if (w.quantized) {
-    QuantizedMatMul(w, x, m_rows, y, pool);
+    QuantizedMatMulPortable(w, x, m_rows, y, pool);
   } else {
     DenseMatMul(w, x, m_rows, y, pool);
   }
 }
+
+const char* QuantKernelName() { return Avx512KernelsAvailable() ? "avx512-vnni" : "portable"; }
 
 void MatMulReference(const Matrix& w, const float* x, int64_t m_rows, float* y) {
   std::vector<float> row(w.cols);

@@ -15,9 +15,9 @@ void GatedAttention(const LayerContext& ctx, const AttentionWeights& w,
   const int64_t q_width = w.q_proj.rows;  // heads * d * (gated ? 2 : 1)
   const int64_t kv_width = kv_heads * d;
   std::vector<float> qg(m * q_width), k(m * kv_width), v(m * kv_width);
-  kernels::MatMul(w.q_proj, x, m, qg.data(), ctx.pool);
-  kernels::MatMul(w.k_proj, x, m, k.data(), ctx.pool);
-  kernels::MatMul(w.v_proj, x, m, v.data(), ctx.pool);
+  ctx.MatMul(w.q_proj, x, m, qg.data());
+  ctx.MatMul(w.k_proj, x, m, k.data());
+  ctx.MatMul(w.v_proj, x, m, v.data());
 
   // Split per head [query | gate], normalise and rotate.
   const int64_t stride = c.attn_output_gate ? 2 * d : d;
@@ -51,7 +51,7 @@ void GatedAttention(const LayerContext& ctx, const AttentionWeights& w,
                            ctx.pool);
   if (c.attn_output_gate)
     for (size_t i = 0; i < o.size(); ++i) o[i] *= kernels::SigmoidScalar(gate[i]);
-  kernels::MatMul(w.o_proj, o.data(), m, y, ctx.pool);
+  ctx.MatMul(w.o_proj, o.data(), m, y);
 }
 
 }  // namespace mtplx::model

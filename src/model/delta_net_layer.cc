@@ -15,10 +15,10 @@ void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::Del
   const int64_t dk = c.linear_key_dim, dv = c.linear_value_dim;
   const int64_t key_dim = c.KeyDim(), value_dim = c.ValueDim(), conv_dim = c.ConvDim();
   std::vector<float> qkv(m * conv_dim), z(m * value_dim), b(m * hv), a(m * hv);
-  kernels::MatMul(w.in_qkv, x, m, qkv.data(), ctx.pool);
-  kernels::MatMul(w.in_z, x, m, z.data(), ctx.pool);
-  kernels::MatMul(w.in_b, x, m, b.data(), ctx.pool);
-  kernels::MatMul(w.in_a, x, m, a.data(), ctx.pool);
+  ctx.MatMul(w.in_qkv, x, m, qkv.data());
+  ctx.MatMul(w.in_z, x, m, z.data());
+  ctx.MatMul(w.in_b, x, m, b.data());
+  ctx.MatMul(w.in_a, x, m, a.data());
 
   if (capture) {
     capture->initial_conv = st.conv;
@@ -75,7 +75,7 @@ void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::Del
       kernels::GatedRmsNorm(o.data() + off, z.data() + off, w.norm.data(), dv,
                             static_cast<float>(c.rms_norm_eps), normed.data() + off);
     }
-  kernels::MatMul(w.out_proj, normed.data(), m, y, ctx.pool);
+  ctx.MatMul(w.out_proj, normed.data(), m, y);
 }
 
 }  // namespace mtplx::model

@@ -7,6 +7,7 @@
 
 #include "base/thread_pool.h"
 #include "io/model_config.h"
+#include "kernels/matmul.h"
 #include "model/model.h"
 #include "model/weights.h"
 #include "state/sequence_state.h"
@@ -20,6 +21,12 @@ struct LayerContext {
   const std::vector<float>& rope_inv_freq;
   int64_t first_position;
   int64_t rows;
+  kernels::Activations activations;
+
+  // y = x W^T for `m` rows with this model's activation precision.
+  void MatMul(const Matrix& w, const float* x, int64_t m, float* y) const {
+    kernels::MatMul(w, x, m, y, pool, activations);
+  }
 };
 
 void GatedAttention(const LayerContext& ctx, const AttentionWeights& w,

@@ -38,8 +38,41 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
   MTPLX_ASSIGN_OR_RETURN(model->checkpoint_, io::Checkpoint::Open(dir, checkpoint_options));
   MTPLX_ASSIGN_OR_RETURN(model->weights_, BindWeights(model->config_, *model->checkpoint_));
   model->pool_ = std::make_unique<ThreadPool>(options.threads);
+  model->activations_ = options.activations;
   model->rope_inv_freq_ = RopeInverseFrequencies(model->config_);
   return model;
+}
+
+uint64_t Model::DecodeWeightBytes() const {
+  auto mlp_bytes = [](const MlpWeights& w) {
+    return w.gate.StorageBytes() + w.up.StorageBytes() + w.down.StorageBytes();
+  };
+  const ModelWeights& w = weights_;
+  uint64_t total = w.lm_head.StorageBytes();
+  if (w.embed.rows > 0) total += w.embed.StorageBytes() / static_cast<uint64_t>(w.embed.rows);
+  for (const LayerWeights& lw : w.layers) {
+    if (lw.is_attention) {
+      const AttentionWeights& a = lw.attention;
+      total += a.q_proj.StorageBytes() + a.k_proj.StorageBytes() + a.v_proj.StorageBytes() +
+               a.o_proj.StorageBytes();
+    } else {
+      const DeltaNetWeights& d = lw.delta;
+      total += d.in_qkv.StorageBytes() + d.in_z.StorageBytes() + d.in_b.StorageBytes() +
+               d.in_a.StorageBytes() + d.out_proj.StorageBytes();
+    }
+    if (!lw.is_moe) {
+      total += mlp_bytes(lw.mlp);
+      continue;
+    }
+    const MoeWeights& moe = lw.moe;
+    total += moe.router.StorageBytes();
+    if (moe.has_shared) total += mlp_bytes(moe.shared) + moe.shared_gate.StorageBytes();
+    uint64_t experts = 0;
+    for (const MlpWeights& e : moe.experts) experts += mlp_bytes(e);
+    if (!moe.experts.empty())
+      total += experts * static_cast<uint64_t>(config_.experts_per_token) / moe.experts.size();
+  }
+  return total;
 }
 
 std::unique_ptr<state::SequenceState> Model::NewState() const {
@@ -74,7 +107,7 @@ void Model::RunDecoderLayer(const LayerWeights& lw, int64_t layer, state::Sequen
   const io::ModelConfig& c = config_;
   const int64_t h = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
-  const LayerContext ctx{c, pool_.get(), rope_inv_freq_, state.position(), rows};
+  const LayerContext ctx{c, pool_.get(), rope_inv_freq_, state.position(), rows, activations_};
   float* normed = scratch.normed.data();
   float* mixed = scratch.mixed.data();
   for (int64_t r = 0; r < rows; ++r)
@@ -115,7 +148,8 @@ void Model::Finish(const std::vector<float>& gain, const std::vector<float>& x, 
                         : std::min<int64_t>(rows, std::max<int64_t>(1, options.last_logit_rows));
   out->logits.resize(out->logit_rows * config_.vocab_size);
   const float* head_in = out->hidden.data() + (rows - out->logit_rows) * h;
-  kernels::MatMul(weights_.lm_head, head_in, out->logit_rows, out->logits.data(), pool_.get());
+  kernels::MatMul(weights_.lm_head, head_in, out->logit_rows, out->logits.data(), pool_.get(),
+                  activations_);
 }
 
 Status Model::Forward(state::SequenceState& state, std::span<const int32_t> tokens,
@@ -195,7 +229,7 @@ Status Model::ForwardMtp(state::SequenceState& mtp_state, std::span<const int32_
                      joined.data() + r * 2 * h + h);
   }
   std::vector<float> x(m * h);
-  kernels::MatMul(mtp.fc, joined.data(), m, x.data(), pool_.get());
+  kernels::MatMul(mtp.fc, joined.data(), m, x.data(), pool_.get(), activations_);
   Scratch scratch{std::vector<float>(m * h), std::vector<float>(m * h)};
   ForwardOptions layer_options = options;
   layer_options.capture = nullptr;

@@ -16,6 +16,7 @@
 #include "base/thread_pool.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
+#include "kernels/matmul.h"
 #include "model/weights.h"
 #include "state/sequence_state.h"
 #include "state/verify_capture.h"
@@ -26,6 +27,9 @@ struct LoadOptions {
   int threads = 0;  // 0: one per core
   bool show_progress = true;
   bool lock_memory = true;
+  // Activation precision of quantized matmuls (see kernels/matmul.h). The library default is
+  // the exact reference numerics; the CLI and server default to int8 for speed.
+  kernels::Activations activations = kernels::Activations::kF32;
 };
 
 enum class DeltaNetPath {
@@ -65,8 +69,14 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   const std::string& dir() const { return dir_; }
   uint64_t weight_bytes() const { return checkpoint_->resident_bytes(); }
+  // Weight bytes one plain decode step reads: every trunk matrix (norms and other small vectors
+  // left out), the lm_head (the embedding matrix when tied) and one row of the embedding table;
+  // for MoE layers the router, the shared expert and experts_per_token routed experts of average
+  // size. The MTP head is not counted: plain decoding never runs it.
+  uint64_t DecodeWeightBytes() const;
   bool weights_locked() const { return checkpoint_->all_locked(); }
   ThreadPool* pool() const { return pool_.get(); }
+  kernels::Activations activations() const { return activations_; }
 
   std::unique_ptr<state::SequenceState> NewState() const;
 
@@ -107,6 +117,7 @@ class Model {
   std::unique_ptr<io::Checkpoint> checkpoint_;
   ModelWeights weights_;
   std::unique_ptr<ThreadPool> pool_;
+  kernels::Activations activations_ = kernels::Activations::kF32;
   std::vector<float> rope_inv_freq_;
 };
 

@@ -65,10 +65,25 @@ TestMatrix MakeQuantized(int64_t rows, int64_t cols, int bits, int group, uint64
   return t;
 }
 
-void ExpectCloseToReference(const Matrix& w, int64_t m_rows, ThreadPool* pool) {
+enum class Kernel { kDispatched, kPortable, kInt8 };
+
+void RunKernel(Kernel kernel, const Matrix& w, const float* x, int64_t m_rows, float* y,
+               ThreadPool* pool) {
+  switch (kernel) {
+    case Kernel::kDispatched:
+      return MatMul(w, x, m_rows, y, pool);
+    case Kernel::kPortable:
+      return MatMulPortable(w, x, m_rows, y, pool);
+    case Kernel::kInt8:
+      return MatMul(w, x, m_rows, y, pool, Activations::kInt8);
+  }
+}
+
+void ExpectCloseToReference(const Matrix& w, int64_t m_rows, ThreadPool* pool,
+                            Kernel kernel = Kernel::kDispatched) {
   const auto x = RandomValues(m_rows * w.cols, 99);
   std::vector<float> got(m_rows * w.rows), want(m_rows * w.rows);
-  MatMul(w, x.data(), m_rows, got.data(), pool);
+  RunKernel(kernel, w, x.data(), m_rows, got.data(), pool);
   MatMulReference(w, x.data(), m_rows, want.data());
   for (size_t i = 0; i < got.size(); ++i) {
     // f32 accumulation of cols products of magnitude <= 1: error grows like sqrt(cols) * eps.
@@ -88,14 +103,40 @@ TEST(MatMulTest, DenseFormatsMatchReferenceOnOddSizes) {
         }
 }
 
+// Every width and group size, with columns that end in a partial 64-column block (group 32),
+// through the dispatched kernel (AVX-512 where available) and the portable one.
 TEST(MatMulTest, QuantizedFormatsMatchReference) {
   ThreadPool pool(2);
-  for (int bits : {2, 3, 4, 5, 6, 8})
-    for (int group : {32, 64, 128})
-      for (int64_t rows : {1, 19}) {
-        auto t = MakeQuantized(rows, 3 * 128, bits, group, bits * 31 + group);
-        ExpectCloseToReference(t.m, 5, &pool);
-      }
+  for (Kernel kernel : {Kernel::kDispatched, Kernel::kPortable})
+    for (int bits : {2, 3, 4, 5, 6, 8})
+      for (int group : {32, 64, 128})
+        for (int64_t rows : {1, 19})
+          for (int64_t cols :
+               {int64_t{3 * 128}, int64_t{17 * 128}, int64_t{group == 32 ? 96 : 128}})
+            for (int64_t m : {1, 5}) {
+              auto t = MakeQuantized(rows, cols, bits, group, bits * 31 + group + cols);
+              ExpectCloseToReference(t.m, m, &pool, kernel);
+            }
+}
+
+// Int8 activations: each dot product is within a few step sizes of the exact one. The bound is
+// sum over k of |w_k| * step_k / 2 (rounding) — here below 2e-2 of the result scale.
+TEST(MatMulTest, Int8ActivationsStayCloseToExact) {
+  ThreadPool pool(2);
+  for (int bits : {2, 4, 6, 8})
+    for (int group : {32, 64, 128}) {
+      const int64_t rows = 23, cols = group == 32 ? 32 * 9 : 2 * 384, m_rows = 3;
+      auto t = MakeQuantized(rows, cols, bits, group, bits + group);
+      const auto x = RandomValues(m_rows * cols, 17);
+      std::vector<float> got(m_rows * rows), want(m_rows * rows);
+      MatMul(t.m, x.data(), m_rows, got.data(), &pool, Activations::kInt8);
+      MatMulReference(t.m, x.data(), m_rows, want.data());
+      // |w| <= 1 and |x| <= 1, step <= 1/127: the error is at most cols / 254, and with random
+      // rounding errors it behaves like sqrt(cols) / 254.
+      const float tolerance = 4.0f * std::sqrt(static_cast<float>(cols)) / 254.0f;
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], tolerance) << t.m.Describe() << " element " << i;
+    }
 }
 
 TEST(MatMulTest, RowResultsDoNotDependOnBatchSizeOrThreads) {
@@ -107,18 +148,22 @@ TEST(MatMulTest, RowResultsDoNotDependOnBatchSizeOrThreads) {
   for (int bits : {2, 3, 4, 5, 6, 8}) formats.push_back(MakeQuantized(37, 256, bits, 64, bits));
   formats.push_back(MakeQuantized(37, 256, 4, 32, 7));
   formats.push_back(MakeQuantized(37, 256, 6, 128, 8));
-  for (const auto& t : formats) {
-    const auto x = RandomValues(16 * t.m.cols, 5);
-    std::vector<std::vector<float>> single(16, std::vector<float>(t.m.rows));
-    for (int r = 0; r < 16; ++r) MatMul(t.m, x.data() + r * t.m.cols, 1, single[r].data(), nullptr);
-    for (int m = 1; m <= 16; ++m) {
-      std::vector<float> batch(m * t.m.rows);
-      MatMul(t.m, x.data(), m, batch.data(), &pool);
-      for (int r = 0; r < m; ++r)
-        for (int64_t n = 0; n < t.m.rows; ++n)
-          ASSERT_EQ(batch[r * t.m.rows + n], single[r][n]) << t.m.Describe() << " M=" << m;
+  formats.push_back(MakeQuantized(37, 224, 5, 32, 9));  // ends in half a 64-column block
+  for (Kernel kernel : {Kernel::kDispatched, Kernel::kPortable, Kernel::kInt8})
+    for (const auto& t : formats) {
+      const auto x = RandomValues(16 * t.m.cols, 5);
+      std::vector<std::vector<float>> single(16, std::vector<float>(t.m.rows));
+      for (int r = 0; r < 16; ++r)
+        RunKernel(kernel, t.m, x.data() + r * t.m.cols, 1, single[r].data(), nullptr);
+      for (int m = 1; m <= 16; ++m) {
+        std::vector<float> batch(m * t.m.rows);
+        RunKernel(kernel, t.m, x.data(), m, batch.data(), &pool);
+        for (int r = 0; r < m; ++r)
+          for (int64_t n = 0; n < t.m.rows; ++n)
+            ASSERT_EQ(batch[r * t.m.rows + n], single[r][n])
+                << t.m.Describe() << " M=" << m << " kernel " << static_cast<int>(kernel);
+      }
     }
-  }
 }
 
 }  // namespace

@@ -1,0 +1,365 @@
+#include "kernels/matmul_avx512.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MTPLX_HAVE_AVX512_KERNELS 1
+// GCC 12 reports the deliberately undefined pass-through operands inside its own AVX-512 headers
+// (_mm512_undefined_*) as uninitialized once they are inlined here.
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#endif
+
+namespace mtplx::kernels::avx512 {
+
+void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
+                         float* steps) {
+  const int64_t stride = X8Stride(cols), groups = cols / group_size;
+  for (int64_t m = 0; m < rows; ++m) {
+    int8_t* out = x8 + m * stride;
+    std::fill(out + cols, out + stride, int8_t{0});
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* xg = x + m * cols + g * group_size;
+      float amax = 0.0f;
+      for (int k = 0; k < group_size; ++k) amax = std::max(amax, std::fabs(xg[k]));
+      const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+      steps[m * groups + g] = amax / 127.0f;
+      for (int k = 0; k < group_size; ++k) {
+        out[g * group_size + k] = static_cast<int8_t>(std::lrintf(xg[k] * inverse));
+      }
+    }
+  }
+}
+
+#ifdef MTPLX_HAVE_AVX512_KERNELS
+
+#define MTPLX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,fma")))
+
+bool Supported() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+         __builtin_cpu_supports("avx512vbmi");
+}
+
+namespace {
+
+// Byte constants that spread the 8 * Bits packed bytes of 64 codes so that qword j holds codes
+// 8j..8j+7 (bytes j*Bits..), and the multishift offsets of code i within its qword (i * Bits).
+template <int Bits>
+struct UnpackTables {
+  alignas(64) uint8_t spread[64];
+  alignas(64) uint8_t shifts[64];
+  constexpr UnpackTables() : spread(), shifts() {
+    for (int j = 0; j < 8; ++j) {
+      for (int i = 0; i < 8; ++i) {
+        spread[j * 8 + i] = static_cast<uint8_t>(j * Bits + i);
+        shifts[j * 8 + i] = static_cast<uint8_t>(i * Bits);
+      }
+    }
+  }
+};
+
+// Codes 0..63 of a 64-column block as bytes, in column order. `load` masks the packed bytes (a
+// half block of 32 columns at the end of a row holds 4 * Bits bytes).
+template <int Bits>
+MTPLX_AVX512 inline __m512i Unpack64(const uint8_t* src, __mmask64 load) {
+  const __m512i raw = _mm512_maskz_loadu_epi8(load, src);
+  if constexpr (Bits == 8) {
+    return raw;
+  } else {
+    static constexpr UnpackTables<Bits> kTables;
+    const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(kTables.spread), raw);
+    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_load_si512(kTables.shifts), spread);
+    return _mm512_and_si512(fields, _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1)));
+  }
+}
+
+constexpr __mmask64 BlockLoadMask(int bits, int64_t columns) {
+  const int64_t bytes = columns * bits / 8;
+  return bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
+}
+
+// Up to 16 consecutive scale (or bias) entries as f32; lanes past `count` are zero.
+MTPLX_AVX512 inline __m512 LoadScales(const void* base, int64_t first, int64_t count, DType dtype) {
+  const __mmask16 mask = count >= 16 ? __mmask16{0xFFFF} : (__mmask16{1} << count) - 1;
+  if (dtype == DType::kF32) {
+    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(base) + first);
+  }
+  const __m256i half = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(base) + first);
+  if (dtype == DType::kF16) return _mm512_cvtph_ps(half);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+}
+
+MTPLX_AVX512 inline __m512 Lane(__m512 v, int64_t lane) {
+  return _mm512_permutexvar_ps(_mm512_set1_epi32(static_cast<int>(lane)), v);
+}
+
+// Adds sum over groups of bias[g] * group_sum[m][g] to res[m], 16 groups at a time.
+template <int Rows>
+MTPLX_AVX512 inline void AddBiasTerms(const Matrix& w, int64_t n, const float* group_sums,
+                                      int64_t groups, __m512* res) {
+  __m512 acc[Rows];
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) acc[m] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < groups; g += 16) {
+    const int64_t count = std::min<int64_t>(16, groups - g);
+    const __m512 bias = LoadScales(w.quant.biases, n * groups + g, count, w.quant.scale_dtype);
+    const __mmask16 mask = count >= 16 ? __mmask16{0xFFFF} : (__mmask16{1} << count) - 1;
+#pragma GCC unroll 4
+    for (int m = 0; m < Rows; ++m) {
+      acc[m] =
+          _mm512_fmadd_ps(bias, _mm512_maskz_loadu_ps(mask, group_sums + m * groups + g), acc[m]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) res[m] = _mm512_add_ps(res[m], acc[m]);
+}
+
+// Exact activations for `Rows` rows starting at `x`: per group, 16-lane f32 sums of code * x,
+// then res += sum * scale.
+template <int Bits, int Rows>
+MTPLX_AVX512 void RowF32(const Matrix& w, int64_t n, const float* x, const float* group_sums,
+                         int64_t groups, float* y, int64_t y_stride) {
+  const int64_t cols = w.cols, group_size = w.quant.group_size;
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(w.quant.packed + n * w.PackedWordsPerRow());
+  __m512 res[Rows], acc[Rows];
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) res[m] = acc[m] = _mm512_setzero_ps();
+  __m512 scales = _mm512_setzero_ps();
+  int64_t g = 0;
+  for (int64_t c = 0; c < cols; c += 64) {
+    const __m512i codes = Unpack64<Bits>(src + c / 8 * Bits, BlockLoadMask(Bits, cols - c));
+    __m512 chunk[4];
+    chunk[0] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(codes, 0)));
+    chunk[1] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(codes, 1)));
+    chunk[2] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(codes, 2)));
+    chunk[3] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(codes, 3)));
+    const int chunks = static_cast<int>(std::min<int64_t>(4, (cols - c) / 16));
+    for (int q = 0; q < chunks; ++q) {
+      const int64_t col = c + 16 * q;
+#pragma GCC unroll 4
+      for (int m = 0; m < Rows; ++m) {
+        acc[m] = _mm512_fmadd_ps(chunk[q], _mm512_loadu_ps(x + m * cols + col), acc[m]);
+      }
+      if ((col + 16) % group_size != 0) continue;
+      if (g % 16 == 0) {
+        scales = LoadScales(w.quant.scales, n * groups + g, std::min<int64_t>(16, groups - g),
+                            w.quant.scale_dtype);
+      }
+      const __m512 scale = Lane(scales, g % 16);
+#pragma GCC unroll 4
+      for (int m = 0; m < Rows; ++m) {
+        res[m] = _mm512_fmadd_ps(acc[m], scale, res[m]);
+        acc[m] = _mm512_setzero_ps();
+      }
+      ++g;
+    }
+  }
+  AddBiasTerms<Rows>(w, n, group_sums, groups, res);
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) y[m * y_stride] = _mm512_reduce_add_ps(res[m]);
+}
+
+// Int8 activations: int32 code . x8 per 64-column block (vpdpbusd), then per group
+// res += float(dot) * scale * step. Groups of 32 share a block: lanes 0-7 hold the first group's
+// products, lanes 8-15 the second's.
+template <int Bits, int Rows>
+MTPLX_AVX512 void RowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, int64_t row0,
+                          float* y, int64_t y_stride) {
+  const int64_t cols = w.cols, group_size = w.quant.group_size, groups = act.groups;
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(w.quant.packed + n * w.PackedWordsPerRow());
+  const int8_t* x8 = act.x8 + row0 * act.x8_stride;
+  const float* steps = act.steps + row0 * groups;
+  __m512 res[Rows], combined[Rows];
+  __m512i dot[Rows];
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) {
+    res[m] = combined[m] = _mm512_setzero_ps();
+    dot[m] = _mm512_setzero_si512();
+  }
+  int64_t g = 0;
+  for (int64_t c = 0; c < cols; c += 64) {
+    const __m512i codes = Unpack64<Bits>(src + c / 8 * Bits, BlockLoadMask(Bits, cols - c));
+#pragma GCC unroll 4
+    for (int m = 0; m < Rows; ++m) {
+      dot[m] = _mm512_dpbusd_epi32(dot[m], codes, _mm512_loadu_si512(x8 + m * act.x8_stride + c));
+    }
+    if (group_size > 64 && (c + 64) % group_size != 0) continue;
+    if (g % 16 == 0) {
+      const int64_t count = std::min<int64_t>(16, groups - g);
+      const __m512 scales = LoadScales(w.quant.scales, n * groups + g, count, w.quant.scale_dtype);
+      const __mmask16 mask = count >= 16 ? __mmask16{0xFFFF} : (__mmask16{1} << count) - 1;
+#pragma GCC unroll 4
+      for (int m = 0; m < Rows; ++m) {
+        combined[m] = _mm512_mul_ps(scales, _mm512_maskz_loadu_ps(mask, steps + m * groups + g));
+      }
+    }
+    __m512i index = _mm512_set1_epi32(static_cast<int>(g % 16));
+    if (group_size == 32) {
+      index = _mm512_mask_set1_epi32(index, 0xFF00, static_cast<int>(g % 16 + 1));
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < Rows; ++m) {
+      res[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m]),
+                               _mm512_permutexvar_ps(index, combined[m]), res[m]);
+      dot[m] = _mm512_setzero_si512();
+    }
+    g += group_size == 32 ? 2 : 1;
+  }
+  AddBiasTerms<Rows>(w, n, act.group_sums + row0 * groups, groups, res);
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) y[m * y_stride] = _mm512_reduce_add_ps(res[m]);
+}
+
+// Runs `Kernel<Bits, Rows>` over the activation rows in blocks of up to 4 (a block keeps its
+// accumulators in registers; the codes of the weight row stay in L1 between blocks).
+template <int Bits, bool Int8>
+void RowAllBlocks(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
+                  int64_t y_stride) {
+  for (int64_t m = 0; m < act.rows; m += 4) {
+    const int64_t rows = std::min<int64_t>(4, act.rows - m);
+    float* out = y + m * y_stride;
+    if constexpr (Int8) {
+      switch (rows) {
+        case 1:
+          RowInt8<Bits, 1>(w, n, act, m, out, y_stride);
+          break;
+        case 2:
+          RowInt8<Bits, 2>(w, n, act, m, out, y_stride);
+          break;
+        case 3:
+          RowInt8<Bits, 3>(w, n, act, m, out, y_stride);
+          break;
+        default:
+          RowInt8<Bits, 4>(w, n, act, m, out, y_stride);
+          break;
+      }
+    } else {
+      const float* x = act.x + m * w.cols;
+      const float* sums = act.group_sums + m * act.groups;
+      switch (rows) {
+        case 1:
+          RowF32<Bits, 1>(w, n, x, sums, act.groups, out, y_stride);
+          break;
+        case 2:
+          RowF32<Bits, 2>(w, n, x, sums, act.groups, out, y_stride);
+          break;
+        case 3:
+          RowF32<Bits, 3>(w, n, x, sums, act.groups, out, y_stride);
+          break;
+        default:
+          RowF32<Bits, 4>(w, n, x, sums, act.groups, out, y_stride);
+          break;
+      }
+    }
+  }
+}
+
+template <bool Int8>
+void RowForBits(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
+                int64_t y_stride) {
+  switch (w.quant.bits) {
+    case 2:
+      return RowAllBlocks<2, Int8>(w, n, act, y, y_stride);
+    case 3:
+      return RowAllBlocks<3, Int8>(w, n, act, y, y_stride);
+    case 4:
+      return RowAllBlocks<4, Int8>(w, n, act, y, y_stride);
+    case 5:
+      return RowAllBlocks<5, Int8>(w, n, act, y, y_stride);
+    case 6:
+      return RowAllBlocks<6, Int8>(w, n, act, y, y_stride);
+    case 8:
+      return RowAllBlocks<8, Int8>(w, n, act, y, y_stride);
+    default:
+      MTPLX_CHECK(false, "unsupported bit width");
+  }
+}
+
+// Up to 16 dense weights from column `col` as f32 (masked past `count`).
+MTPLX_AVX512 inline __m512 LoadDense(const void* row, int64_t col, __mmask16 mask, DType dtype) {
+  if (dtype == DType::kF32)
+    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(row) + col);
+  const __m256i half = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(row) + col);
+  if (dtype == DType::kF16) return _mm512_cvtph_ps(half);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+}
+
+template <int Rows>
+MTPLX_AVX512 void DenseRowBlock(const void* row, DType dtype, int64_t cols, const float* x,
+                                float* y, int64_t y_stride) {
+  __m512 acc[Rows];
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) acc[m] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < cols; c += 16) {
+    const int64_t count = std::min<int64_t>(16, cols - c);
+    const __mmask16 mask = count >= 16 ? __mmask16{0xFFFF} : (__mmask16{1} << count) - 1;
+    const __m512 weights = LoadDense(row, c, mask, dtype);
+#pragma GCC unroll 4
+    for (int m = 0; m < Rows; ++m) {
+      acc[m] = _mm512_fmadd_ps(weights, _mm512_maskz_loadu_ps(mask, x + m * cols + c), acc[m]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) y[m * y_stride] = _mm512_reduce_add_ps(acc[m]);
+}
+
+}  // namespace
+
+void DenseRow(const Matrix& w, int64_t n, const float* x, int64_t m_rows, float* y,
+              int64_t y_stride) {
+  const void* row = static_cast<const uint8_t*>(w.data) + n * w.cols * DTypeSize(w.dtype);
+  for (int64_t m = 0; m < m_rows; m += 4) {
+    const int64_t rows = std::min<int64_t>(4, m_rows - m);
+    const float* xm = x + m * w.cols;
+    float* out = y + m * y_stride;
+    switch (rows) {
+      case 1:
+        DenseRowBlock<1>(row, w.dtype, w.cols, xm, out, y_stride);
+        break;
+      case 2:
+        DenseRowBlock<2>(row, w.dtype, w.cols, xm, out, y_stride);
+        break;
+      case 3:
+        DenseRowBlock<3>(row, w.dtype, w.cols, xm, out, y_stride);
+        break;
+      default:
+        DenseRowBlock<4>(row, w.dtype, w.cols, xm, out, y_stride);
+        break;
+    }
+  }
+}
+
+void QuantRowF32(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
+                 int64_t y_stride) {
+  RowForBits<false>(w, n, act, y, y_stride);
+}
+
+void QuantRowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
+                  int64_t y_stride) {
+  RowForBits<true>(w, n, act, y, y_stride);
+}
+
+#else  // no x86 AVX-512 kernels in this build
+
+bool Supported() { return false; }
+void QuantRowF32(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t) {
+  MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
+}
+void QuantRowInt8(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t) {
+  MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
+}
+void DenseRow(const Matrix&, int64_t, const float*, int64_t, float*, int64_t) {
+  MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
+}
+
+#endif
+
+}  // namespace mtplx::kernels::avx512
