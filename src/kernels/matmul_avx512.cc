@@ -18,6 +18,23 @@
 
 namespace mtplx::kernels::avx512 {
 
+namespace {
+
+// Groups whose int8 dot products share one vector in the VNNI kernel (see RowInt8).
+constexpr int kSuperGroups = 4;
+
+// Where column k of group g goes in the int8 layout of a row: within each run of 4 whole groups
+// (a superblock), the 16-column quarters are interleaved group by group — the order in which
+// GatherQuarters hands the codes to vpdpbusd — so that one vector accumulates 4 groups. Groups
+// after the last whole superblock keep column order.
+inline int64_t X8Position(int64_t g, int k, int64_t groups, int group_size) {
+  const int64_t super = g / kSuperGroups, whole = groups / kSuperGroups;
+  if (super >= whole) return g * group_size + k;
+  return super * kSuperGroups * group_size + (k / 16) * 64 + (g % kSuperGroups) * 16 + k % 16;
+}
+
+}  // namespace
+
 void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
                          float* steps) {
   const int64_t stride = X8Stride(cols), groups = cols / group_size;
@@ -31,7 +48,8 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_s
       const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
       steps[m * groups + g] = amax / 127.0f;
       for (int k = 0; k < group_size; ++k) {
-        out[g * group_size + k] = static_cast<int8_t>(std::lrintf(xg[k] * inverse));
+        out[X8Position(g, k, groups, group_size)] =
+            static_cast<int8_t>(std::lrintf(xg[k] * inverse));
       }
     }
   }
@@ -69,7 +87,8 @@ struct UnpackTables {
 // Codes 0..63 of a 64-column block as bytes, in column order. `load` masks the packed bytes (a
 // half block of 32 columns at the end of a row holds 4 * Bits bytes).
 template <int Bits>
-MTPLX_AVX512 inline __m512i Unpack64(const uint8_t* src, __mmask64 load) {
+MTPLX_AVX512 __attribute__((always_inline)) inline __m512i Unpack64(const uint8_t* src,
+                                                                    __mmask64 load) {
   const __m512i raw = _mm512_maskz_loadu_epi8(load, src);
   if constexpr (Bits == 8) {
     return raw;
@@ -120,6 +139,35 @@ MTPLX_AVX512 inline void AddBiasTerms(const Matrix& w, int64_t n, const float* g
   }
 #pragma GCC unroll 4
   for (int m = 0; m < Rows; ++m) res[m] = _mm512_add_ps(res[m], acc[m]);
+}
+
+// The codes of one superblock step as 4 vectors: quarters[q] = 16 codes from each of the 4 groups
+// (group k in 128-bit lane k), covering columns (j + q) * 16 .. +16 of every group. A 4 x 4
+// transpose of 128-bit lanes over the unpacked 64-column blocks.
+template <int Bits>
+MTPLX_AVX512 __attribute__((always_inline)) inline void GatherQuarters(
+    const uint8_t* src, int64_t c0, int64_t group_size, int64_t j, __m512i* quarters) {
+  const __mmask64 full = BlockLoadMask(Bits, 64);
+  if (group_size == 32) {  // two groups per 64-column block: lanes (g0 q0, g0 q1, g1 q0, g1 q1)
+    const __m512i a = Unpack64<Bits>(src + c0 / 8 * Bits, full);
+    const __m512i b = Unpack64<Bits>(src + (c0 + 64) / 8 * Bits, full);
+    quarters[0] = _mm512_shuffle_i64x2(a, b, 0x88);
+    quarters[1] = _mm512_shuffle_i64x2(a, b, 0xDD);
+    return;
+  }
+  __m512i u[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    u[k] = Unpack64<Bits>(src + (c0 + k * group_size + j * 16) / 8 * Bits, full);
+  }
+  const __m512i t0 = _mm512_shuffle_i64x2(u[0], u[1], 0x44);
+  const __m512i t1 = _mm512_shuffle_i64x2(u[0], u[1], 0xEE);
+  const __m512i t2 = _mm512_shuffle_i64x2(u[2], u[3], 0x44);
+  const __m512i t3 = _mm512_shuffle_i64x2(u[2], u[3], 0xEE);
+  quarters[0] = _mm512_shuffle_i64x2(t0, t2, 0x88);
+  quarters[1] = _mm512_shuffle_i64x2(t0, t2, 0xDD);
+  quarters[2] = _mm512_shuffle_i64x2(t1, t3, 0x88);
+  quarters[3] = _mm512_shuffle_i64x2(t1, t3, 0xDD);
 }
 
 // Exact activations for `Rows` rows starting at `x`: per group, 16-lane f32 sums of code * x,
@@ -178,14 +226,62 @@ MTPLX_AVX512 void RowInt8(const Matrix& w, int64_t n, const PreparedActivations&
   const int8_t* x8 = act.x8 + row0 * act.x8_stride;
   const float* steps = act.steps + row0 * groups;
   __m512 res[Rows], combined[Rows];
-  __m512i dot[Rows];
+  __m512i dot[Rows], dot_odd[Rows];
 #pragma GCC unroll 4
   for (int m = 0; m < Rows; ++m) {
     res[m] = combined[m] = _mm512_setzero_ps();
-    dot[m] = _mm512_setzero_si512();
+    dot[m] = dot_odd[m] = _mm512_setzero_si512();
   }
-  int64_t g = 0;
-  for (int64_t c = 0; c < cols; c += 64) {
+  // Superblocks of 4 groups: one int32 vector holds 4 lanes per group, so the float scaling
+  // (convert, pick the scales, multiply-add) runs once per 4 groups instead of once per group.
+  const int64_t span = kSuperGroups * group_size, supers = cols / span;
+  const __m512i super_index = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  for (int64_t sb = 0; sb < supers; ++sb) {
+    const int64_t c0 = sb * span, g = sb * kSuperGroups;
+    for (int64_t j = 0; j < group_size / 16; j += 4) {
+      __m512i quarters[4];
+      GatherQuarters<Bits>(src, c0, group_size, j, quarters);
+      const int count = group_size == 32 ? 2 : 4;
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        if (q >= count) break;
+        const int64_t at = c0 + (j + q) * 64;
+        // Two accumulators per row halve the vpdpbusd dependency chain; int32 sums are exact,
+        // so the split changes nothing in the result.
+#pragma GCC unroll 4
+        for (int m = 0; m < Rows; ++m) {
+          __m512i& acc = q % 2 == 0 ? dot[m] : dot_odd[m];
+          acc = _mm512_dpbusd_epi32(acc, quarters[q],
+                                    _mm512_loadu_si512(x8 + m * act.x8_stride + at));
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < Rows; ++m) {
+      dot[m] = _mm512_add_epi32(dot[m], dot_odd[m]);
+      dot_odd[m] = _mm512_setzero_si512();
+    }
+    if (g % 16 == 0) {
+      const int64_t count = std::min<int64_t>(16, groups - g);
+      const __m512 scales = LoadScales(w.quant.scales, n * groups + g, count, w.quant.scale_dtype);
+      const __mmask16 mask = count >= 16 ? __mmask16{0xFFFF} : (__mmask16{1} << count) - 1;
+#pragma GCC unroll 4
+      for (int m = 0; m < Rows; ++m) {
+        combined[m] = _mm512_mul_ps(scales, _mm512_maskz_loadu_ps(mask, steps + m * groups + g));
+      }
+    }
+    const __m512i index =
+        _mm512_add_epi32(super_index, _mm512_set1_epi32(static_cast<int>(g % 16)));
+#pragma GCC unroll 4
+    for (int m = 0; m < Rows; ++m) {
+      res[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m]),
+                               _mm512_permutexvar_ps(index, combined[m]), res[m]);
+      dot[m] = _mm512_setzero_si512();
+    }
+  }
+  // The tail (fewer than 4 groups) one 64-column block at a time, in column order.
+  int64_t g = supers * kSuperGroups;
+  for (int64_t c = supers * span; c < cols; c += 64) {
     const __m512i codes = Unpack64<Bits>(src + c / 8 * Bits, BlockLoadMask(Bits, cols - c));
 #pragma GCC unroll 4
     for (int m = 0; m < Rows; ++m) {
