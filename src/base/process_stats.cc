@@ -29,4 +29,19 @@ ProcessStats ReadProcessStats() {
   return stats;
 }
 
+uint64_t AvailableMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  while (meminfo >> key) {
+    if (key == "MemAvailable:") {
+      uint64_t kib = 0;
+      meminfo >> kib;
+      return kib * 1024;
+    }
+    std::string rest;
+    std::getline(meminfo, rest);
+  }
+  return 0;
+}
+
 }  // namespace mtplx

@@ -1,4 +1,4 @@
-// Process-level measurements: resident memory and page faults.
+// Process-level measurements: resident memory and page faults; and the system's available memory.
 #pragma once
 
 #include <cstdint>
@@ -12,5 +12,8 @@ struct ProcessStats {
 };
 
 ProcessStats ReadProcessStats();
+
+// MemAvailable from /proc/meminfo: what can be allocated without swapping; 0 when unknown.
+uint64_t AvailableMemoryBytes();
 
 }  // namespace mtplx

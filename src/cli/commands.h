@@ -10,9 +10,11 @@ namespace mtplx::cli {
 using Runner = std::function<int()>;
 
 Runner AddSynthCommand(CLI::App& app);
+Runner AddConvertCommand(CLI::App& app);
 Runner AddScoreCommand(CLI::App& app);
 Runner AddRunCommand(CLI::App& app);
 Runner AddChatCommand(CLI::App& app);
+Runner AddBenchCommand(CLI::App& app);
 
 // Prints "[mtplx] error: ..." to stderr and returns the exit code for failures.
 int ReportError(const std::string& message);

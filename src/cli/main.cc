@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   add(mtplx::cli::AddChatCommand);
   add(mtplx::cli::AddScoreCommand);
   add(mtplx::cli::AddSynthCommand);
+  add(mtplx::cli::AddConvertCommand);
+  add(mtplx::cli::AddBenchCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,6 +16,7 @@ namespace {
 struct RunOptions {
   std::string prompt;
   bool json = false;
+  bool raw = false;
   GenerationFlags flags;
 };
 
@@ -41,7 +42,7 @@ int RunGenerate(RunOptions o) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };
-  auto turn = s.Reply(conversation, stream);
+  auto turn = o.raw ? s.Complete(o.prompt, stream) : s.Reply(conversation, stream);
   if (!turn.ok()) return ReportError(turn.status().message());
   if (o.json) {
     nlohmann::json out = {{"text", turn->text},
@@ -65,6 +66,7 @@ Runner AddRunCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Generate a reply to a prompt (\"-\" reads stdin)");
   cmd->add_option("prompt", o->prompt, "The prompt, or - for stdin")->required();
   cmd->add_flag("--json", o->json, "Print one JSON object instead of streaming");
+  cmd->add_flag("--raw", o->raw, "Continue the prompt text as is, without the chat template");
   AddGenerationFlags(cmd, o->flags);
   return [o] { return RunGenerate(*o); };
 }

@@ -40,6 +40,9 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--activations", f.activations,
                   "Activations meeting quantized weights: int8 (fast, default) | f32 (exact)")
       ->check(CLI::IsMember({"int8", "f32"}));
+  cmd->add_option("--draft-head-bits", f.draft_head_bits,
+                  "Bits of the drafter's copy of the output head (0 = the model's head)")
+      ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
   cmd->add_option("--think", f.think, "Reasoning: auto (template default) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--stop", f.stop, "Stop before this text (repeatable)");
@@ -64,6 +67,7 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   load.show_progress = show_progress;
   load.activations =
       flags.activations == "f32" ? kernels::Activations::kF32 : kernels::Activations::kInt8;
+  load.draft_head_bits = flags.draft_head_bits;
   MTPLX_ASSIGN_OR_RETURN(s->model_, model::Model::Load(dir, load));
   s->ChooseMode();
   return s;
@@ -116,6 +120,18 @@ Result<Turn> Session::Reply(const chat::Conversation& conversation,
   if (flags_.think != "auto") options.enable_thinking = flags_.think == "on";
   MTPLX_ASSIGN_OR_RETURN(std::vector<int32_t> prompt,
                          engine::BuildPrompt(*template_, *tokenizer_, conversation, options));
+  return Generate(std::move(prompt), on_text);
+}
+
+Result<Turn> Session::Complete(const std::string& text,
+                               const std::function<void(std::string_view)>& on_text) {
+  std::vector<int32_t> prompt = tokenizer_->Encode(text, /*allow_special=*/false);
+  if (prompt.empty()) return InvalidArgument("the prompt encodes to no tokens");
+  return Generate(std::move(prompt), on_text);
+}
+
+Result<Turn> Session::Generate(std::vector<int32_t> prompt,
+                               const std::function<void(std::string_view)>& on_text) {
   const engine::GenerateRequest request = MakeRequest(std::move(prompt), flags_.seed + turns_++);
   tokenizer::StreamDecoder decoder(tokenizer_.get(), /*skip_special_tokens=*/true);
   Turn turn;
@@ -196,8 +212,15 @@ nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model) {
   nlohmann::json per_cycle = nlohmann::json::object();
   for (size_t n = 1; n < p.tokens_per_cycle.size(); ++n)
     per_cycle[std::to_string(n)] = p.tokens_per_cycle[n];
+  out["draft_head_bits"] = model.draft_head_bits();
   out["acceptance_by_depth"] = p.AcceptanceByDepth();
   out["acceptance_unconditional"] = p.AcceptanceUnconditional();
+  // Raw counts (index d - 1 for depth d), so runs can be pooled.
+  out["proposed_by_depth"] =
+      std::vector<int64_t>(p.proposed_by_depth.begin() + 1, p.proposed_by_depth.end());
+  out["accepted_by_depth"] =
+      std::vector<int64_t>(p.accepted_by_depth.begin() + 1, p.accepted_by_depth.end());
+  out["cycles"] = p.cycles;
   out["tokens_per_cycle"] = per_cycle;
   out["mean_tokens_per_cycle"] = p.MeanTokensPerCycle();
   out["verify_calls"] = p.verify_calls;

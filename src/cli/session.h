@@ -38,9 +38,12 @@ struct GenerationFlags {
   double draft_temperature = -1, draft_top_p = -1;
   int draft_top_k = -1;
   std::string mtp_hidden = "post";
-  std::string activations = "int8";  // quantized matmuls: int8 (fast) | f32 (exact reference)
-  std::string think = "auto";        // enable_thinking: auto (template default) | on | off
-  std::vector<std::string> stop;     // stop strings: generation ends before the first match
+  // Quantized matmuls: int8 (fast) | f32 (exact reference).
+  std::string activations = "int8";
+  // Bits of the drafter's own copy of the output head; 0: the model's head.
+  int draft_head_bits = 4;
+  std::string think = "auto";     // enable_thinking: auto (template default) | on | off
+  std::vector<std::string> stop;  // stop strings: generation ends before the first match
   bool quiet = false;
 };
 
@@ -63,6 +66,11 @@ class Session {
   Result<Turn> Reply(const chat::Conversation& conversation,
                      const std::function<void(std::string_view)>& on_text);
 
+  // Continues `text` as it is, without the chat template (completion of a base model: code,
+  // prose); special-token text in it stays plain text.
+  Result<Turn> Complete(const std::string& text,
+                        const std::function<void(std::string_view)>& on_text);
+
   // Speculation on or off for later turns (off always works; on only if the head passed).
   void SetSpeculation(bool on) { speculate_ = on && depth_ > 0; }
   bool speculating() const { return speculate_; }
@@ -72,6 +80,9 @@ class Session {
   const model::Model& model() const { return *model_; }
 
  private:
+  Result<Turn> Generate(std::vector<int32_t> prompt,
+                        const std::function<void(std::string_view)>& on_text);
+
   Session() = default;
   void ChooseMode();
   engine::GenerateRequest MakeRequest(std::vector<int32_t> prompt, uint64_t seed) const;

@@ -9,17 +9,15 @@
 namespace mtplx::engine {
 namespace {
 
-constexpr int64_t kPrefillChunk = 512;
-
-// Prefills all prompt tokens but the last in chunks, then runs the last one alone and returns
-// its logits.
+// Prefills the prompt tokens from `start` up to the last in chunks, then runs the last one alone
+// and returns its logits.
 Result<std::vector<float>> Prefill(const model::Model& model, state::SequenceState& state,
-                                   const std::vector<int32_t>& prompt) {
+                                   const std::vector<int32_t>& prompt, int64_t start) {
   model::ForwardOptions body;
   body.all_logits = false;
   model::ForwardOutput out;
   const int64_t n = static_cast<int64_t>(prompt.size());
-  for (int64_t begin = 0; begin < n - 1; begin += kPrefillChunk) {
+  for (int64_t begin = start; begin < n - 1; begin += kPrefillChunk) {
     const int64_t count = std::min(kPrefillChunk, n - 1 - begin);
     MTPLX_RETURN_IF_ERROR(
         model.Forward(state, std::span<const int32_t>(prompt.data() + begin, count), body, &out));
@@ -48,9 +46,15 @@ Result<GenerateResult> GeneratePlain(const model::Model& model, const GenerateRe
                              " tokens but the model's context window is ", context));
   GenerateResult result;
   result.stats.prompt_tokens = static_cast<int64_t>(request.prompt.size());
+  int64_t start = 0;
   auto state = model.NewState();
+  if (request.prefix) {
+    MTPLX_RETURN_IF_ERROR(CheckPromptExtends(*request.prefix, request.prompt));
+    state->Restore(request.prefix->trunk);
+    start = static_cast<int64_t>(request.prefix->tokens.size());
+  }
   Timer timer;
-  MTPLX_ASSIGN_OR_RETURN(std::vector<float> logits, Prefill(model, *state, request.prompt));
+  MTPLX_ASSIGN_OR_RETURN(std::vector<float> logits, Prefill(model, *state, request.prompt, start));
   result.stats.prefill_seconds = timer.Seconds();
   timer.Reset();
   const uint64_t faults_before = ReadProcessStats().major_faults;

@@ -9,10 +9,14 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/prefix.h"
 #include "model/model.h"
 #include "sample/sampler.h"
 
 namespace mtplx::engine {
+
+// Prompt rows per Forward call while prefilling.
+inline constexpr int64_t kPrefillChunk = 512;
 
 struct GenerateRequest {
   std::vector<int32_t> prompt;
@@ -20,6 +24,9 @@ struct GenerateRequest {
   uint64_t seed = 0;
   int max_tokens = 256;
   std::vector<int32_t> stop_ids;
+  // Start from this cached prefix (not owned; the prompt must extend it): only the new prompt
+  // tokens are prefilled.
+  const PrefixState* prefix = nullptr;
 };
 
 struct GenerateStats {

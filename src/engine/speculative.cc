@@ -96,15 +96,26 @@ bool SpeculativeRun::Emit(int32_t token) {
 }
 
 // Same partition as plain generation (body, then the last token alone) so greedy outputs match.
+// From a cached prefix, the states are restored and its last hidden pairs with the first new
+// prompt token.
 Status SpeculativeRun::Prefill() {
   const auto& prompt = request_.prompt;
   const int64_t n = static_cast<int64_t>(prompt.size());
+  int64_t start = 0;
+  if (const PrefixState* prefix = request_.prefix) {
+    MTPLX_RETURN_IF_ERROR(CheckPromptExtends(*prefix, prompt));
+    if (!prefix->mtp || prefix->pre_norm_hidden != options_.pre_norm_hidden)
+      return InvalidArgument("the cached prefix was built without this MTP configuration");
+    trunk_->Restore(prefix->trunk);
+    mtp_->Restore(*prefix->mtp);
+    start = static_cast<int64_t>(prefix->tokens.size());
+    AddMtpPair(prefix->last_hidden.data(), prompt[start]);
+  }
   model::ForwardOptions body;
   body.all_logits = false;
   model::ForwardOutput out;
-  constexpr int64_t kChunk = 512;
-  for (int64_t begin = 0; begin < n - 1; begin += kChunk) {
-    const int64_t count = std::min(kChunk, n - 1 - begin);
+  for (int64_t begin = start; begin < n - 1; begin += kPrefillChunk) {
+    const int64_t count = std::min(kPrefillChunk, n - 1 - begin);
     body.no_logits = true;
     MTPLX_RETURN_IF_ERROR(model_.Forward(
         *trunk_, std::span<const int32_t>(prompt.data() + begin, count), body, &out));
@@ -138,6 +149,7 @@ Status SpeculativeRun::Cycle() {
   const int64_t committed_mtp = mtp_start + static_cast<int64_t>(pair_tokens_.size());
   model::ForwardOptions last_row;
   last_row.all_logits = false;
+  last_row.draft_head = true;
   model::ForwardOutput draft_out;
   MTPLX_RETURN_IF_ERROR(
       model_.ForwardMtp(*mtp_, pair_tokens_, pair_hidden_.data(), last_row, &draft_out));

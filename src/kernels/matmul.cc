@@ -119,8 +119,16 @@ std::vector<float> GroupSums(const Matrix& w, const float* x, int64_t m_rows) {
   return sums;
 }
 
-void ForEachRow(int64_t rows, ThreadPool* pool, const std::function<void(int64_t, int64_t)>& run) {
-  if (pool) {
+// Below this many multiply-adds a matmul runs on the calling thread: waking the pool costs more
+// than it saves (tiny projections of small models, single verify rows of narrow matrices).
+constexpr int64_t kMinParallelWork = int64_t{1} << 16;
+
+// Splits the output rows of `w` over the pool. Which thread computes a row never changes its
+// result.
+void ForEachRow(const Matrix& w, int64_t m_rows, ThreadPool* pool,
+                const std::function<void(int64_t, int64_t)>& run) {
+  const int64_t rows = w.rows;
+  if (pool && rows * w.cols * m_rows >= kMinParallelWork) {
     pool->ParallelFor(rows, 16, run);
   } else {
     run(0, rows);
@@ -151,7 +159,7 @@ void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, floa
     act.x8 = x8.data();
     act.steps = steps.data();
   }
-  ForEachRow(w.rows, pool, [&](int64_t begin, int64_t end) {
+  ForEachRow(w, m_rows, pool, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       if (int8) {
         avx512::QuantRowInt8(w, n, act, y + n, w.rows);
@@ -179,7 +187,7 @@ void QuantizedMatMulPortable(const Matrix& w, const float* x, int64_t m_rows, fl
              group_size, x, x_group_sums.data(), m_rows, cols, y + n, w.rows, codes.data());
     }
   };
-  ForEachRow(w.rows, pool, run);
+  ForEachRow(w, m_rows, pool, run);
 }
 
 void DenseMatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {
@@ -197,12 +205,12 @@ void DenseMatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, Thre
         y[m * w.rows + n] = DotF32Impl(weights, x + m * cols, cols);
     }
   };
-  ForEachRow(w.rows, pool, run);
+  ForEachRow(w, m_rows, pool, run);
 }
 
 void DenseMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, float* y,
                        ThreadPool* pool) {
-  ForEachRow(w.rows, pool, [&](int64_t begin, int64_t end) {
+  ForEachRow(w, m_rows, pool, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) avx512::DenseRow(w, n, x, m_rows, y + n, w.rows);
   });
 }

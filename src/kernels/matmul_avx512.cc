@@ -215,6 +215,32 @@ MTPLX_AVX512 void RowF32(const Matrix& w, int64_t n, const float* x, const float
   for (int m = 0; m < Rows; ++m) y[m * y_stride] = _mm512_reduce_add_ps(res[m]);
 }
 
+// combined[m] = weight scale * activation step for groups g .. g + 15 of output row n.
+template <int Rows>
+MTPLX_AVX512 inline void LoadCombinedScales(const Matrix& w, int64_t n, int64_t groups, int64_t g,
+                                            const float* steps, __m512* combined) {
+  const int64_t count = std::min<int64_t>(16, groups - g);
+  const __m512 scales = LoadScales(w.quant.scales, n * groups + g, count, w.quant.scale_dtype);
+  const __mmask16 mask = count >= 16 ? __mmask16{0xFFFF} : (__mmask16{1} << count) - 1;
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) {
+    combined[m] = _mm512_mul_ps(scales, _mm512_maskz_loadu_ps(mask, steps + m * groups + g));
+  }
+}
+
+// res[m] += float(dot[m]) * the combined scale of each lane's group (lane -> group by `index`);
+// then dot[m] = 0.
+template <int Rows>
+MTPLX_AVX512 inline void ScaleIntoResult(__m512i index, const __m512* combined, __m512i* dot,
+                                         __m512* res) {
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) {
+    res[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m]), _mm512_permutexvar_ps(index, combined[m]),
+                             res[m]);
+    dot[m] = _mm512_setzero_si512();
+  }
+}
+
 // Int8 activations: int32 code . x8 per 64-column block (vpdpbusd), then per group
 // res += float(dot) * scale * step. Groups of 32 share a block: lanes 0-7 hold the first group's
 // products, lanes 8-15 the second's.
@@ -261,23 +287,10 @@ MTPLX_AVX512 void RowInt8(const Matrix& w, int64_t n, const PreparedActivations&
       dot[m] = _mm512_add_epi32(dot[m], dot_odd[m]);
       dot_odd[m] = _mm512_setzero_si512();
     }
-    if (g % 16 == 0) {
-      const int64_t count = std::min<int64_t>(16, groups - g);
-      const __m512 scales = LoadScales(w.quant.scales, n * groups + g, count, w.quant.scale_dtype);
-      const __mmask16 mask = count >= 16 ? __mmask16{0xFFFF} : (__mmask16{1} << count) - 1;
-#pragma GCC unroll 4
-      for (int m = 0; m < Rows; ++m) {
-        combined[m] = _mm512_mul_ps(scales, _mm512_maskz_loadu_ps(mask, steps + m * groups + g));
-      }
-    }
+    if (g % 16 == 0) LoadCombinedScales<Rows>(w, n, groups, g, steps, combined);
     const __m512i index =
         _mm512_add_epi32(super_index, _mm512_set1_epi32(static_cast<int>(g % 16)));
-#pragma GCC unroll 4
-    for (int m = 0; m < Rows; ++m) {
-      res[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m]),
-                               _mm512_permutexvar_ps(index, combined[m]), res[m]);
-      dot[m] = _mm512_setzero_si512();
-    }
+    ScaleIntoResult<Rows>(index, combined, dot, res);
   }
   // The tail (fewer than 4 groups) one 64-column block at a time, in column order.
   int64_t g = supers * kSuperGroups;
@@ -288,25 +301,12 @@ MTPLX_AVX512 void RowInt8(const Matrix& w, int64_t n, const PreparedActivations&
       dot[m] = _mm512_dpbusd_epi32(dot[m], codes, _mm512_loadu_si512(x8 + m * act.x8_stride + c));
     }
     if (group_size > 64 && (c + 64) % group_size != 0) continue;
-    if (g % 16 == 0) {
-      const int64_t count = std::min<int64_t>(16, groups - g);
-      const __m512 scales = LoadScales(w.quant.scales, n * groups + g, count, w.quant.scale_dtype);
-      const __mmask16 mask = count >= 16 ? __mmask16{0xFFFF} : (__mmask16{1} << count) - 1;
-#pragma GCC unroll 4
-      for (int m = 0; m < Rows; ++m) {
-        combined[m] = _mm512_mul_ps(scales, _mm512_maskz_loadu_ps(mask, steps + m * groups + g));
-      }
-    }
+    if (g % 16 == 0) LoadCombinedScales<Rows>(w, n, groups, g, steps, combined);
     __m512i index = _mm512_set1_epi32(static_cast<int>(g % 16));
     if (group_size == 32) {
       index = _mm512_mask_set1_epi32(index, 0xFF00, static_cast<int>(g % 16 + 1));
     }
-#pragma GCC unroll 4
-    for (int m = 0; m < Rows; ++m) {
-      res[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m]),
-                               _mm512_permutexvar_ps(index, combined[m]), res[m]);
-      dot[m] = _mm512_setzero_si512();
-    }
+    ScaleIntoResult<Rows>(index, combined, dot, res);
     g += group_size == 32 ? 2 : 1;
   }
   AddBiasTerms<Rows>(w, n, act.group_sums + row0 * groups, groups, res);

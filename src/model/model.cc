@@ -39,8 +39,19 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
   MTPLX_ASSIGN_OR_RETURN(model->weights_, BindWeights(model->config_, *model->checkpoint_));
   model->pool_ = std::make_unique<ThreadPool>(options.threads);
   model->activations_ = options.activations;
+  MTPLX_RETURN_IF_ERROR(model->PrepareDraftHead(options));
   model->rope_inv_freq_ = RopeInverseFrequencies(model->config_);
   return model;
+}
+
+Status Model::PrepareDraftHead(const LoadOptions& options) {
+  const Matrix& head = weights_.lm_head;
+  if (!has_mtp() || options.draft_head_bits <= 0) return Status::Ok();
+  if (head.quantized && head.quant.bits <= options.draft_head_bits) return Status::Ok();
+  MTPLX_ASSIGN_OR_RETURN(
+      draft_head_, DraftHead::Quantize(head, options.draft_head_bits, options.draft_head_group_size,
+                                       pool_.get()));
+  return Status::Ok();
 }
 
 uint64_t Model::DecodeWeightBytes() const {
@@ -148,8 +159,8 @@ void Model::Finish(const std::vector<float>& gain, const std::vector<float>& x, 
                         : std::min<int64_t>(rows, std::max<int64_t>(1, options.last_logit_rows));
   out->logits.resize(out->logit_rows * config_.vocab_size);
   const float* head_in = out->hidden.data() + (rows - out->logit_rows) * h;
-  kernels::MatMul(weights_.lm_head, head_in, out->logit_rows, out->logits.data(), pool_.get(),
-                  activations_);
+  const Matrix& head = options.draft_head && draft_head_ ? draft_head_->matrix() : weights_.lm_head;
+  kernels::MatMul(head, head_in, out->logit_rows, out->logits.data(), pool_.get(), activations_);
 }
 
 Status Model::Forward(state::SequenceState& state, std::span<const int32_t> tokens,

@@ -17,6 +17,7 @@
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "kernels/matmul.h"
+#include "model/draft_head.h"
 #include "model/weights.h"
 #include "state/sequence_state.h"
 #include "state/verify_capture.h"
@@ -30,6 +31,10 @@ struct LoadOptions {
   // Activation precision of quantized matmuls (see kernels/matmul.h). The library default is
   // the exact reference numerics; the CLI and server default to int8 for speed.
   kernels::Activations activations = kernels::Activations::kF32;
+  // Bits of the MTP drafter's own copy of the output head (see draft_head.h); 0: the drafter uses
+  // the model's head. Ignored without an MTP head or when the head is already this small.
+  int draft_head_bits = 0;
+  int draft_head_group_size = 64;
 };
 
 enum class DeltaNetPath {
@@ -46,6 +51,8 @@ struct ForwardOptions {
   int64_t last_logit_rows = 1;
   // No logits at all (e.g. feeding the MTP history).
   bool no_logits = false;
+  // Logits from the draft head instead of the model's (MTP drafting only).
+  bool draft_head = false;
   // Record per-row DeltaNet tapes so CommitVerify can keep a prefix of the rows exactly.
   state::VerifyCapture* capture = nullptr;
 };
@@ -77,6 +84,8 @@ class Model {
   bool weights_locked() const { return checkpoint_->all_locked(); }
   ThreadPool* pool() const { return pool_.get(); }
   kernels::Activations activations() const { return activations_; }
+  // Bits of the drafter's head copy, 0 when the drafter uses the model's head.
+  int draft_head_bits() const { return draft_head_ ? draft_head_->bits() : 0; }
 
   std::unique_ptr<state::SequenceState> NewState() const;
 
@@ -108,6 +117,7 @@ class Model {
                        const ForwardOptions& options, int64_t rows, float* x,
                        Scratch& scratch) const;
   Status CheckTokens(const state::SequenceState& state, std::span<const int32_t> tokens) const;
+  Status PrepareDraftHead(const LoadOptions& options);
   // Final norm (given gains) into out->hidden, then logits as the options ask.
   void Finish(const std::vector<float>& gain, const std::vector<float>& x, int64_t rows,
               const ForwardOptions& options, ForwardOutput* out) const;
@@ -118,6 +128,7 @@ class Model {
   ModelWeights weights_;
   std::unique_ptr<ThreadPool> pool_;
   kernels::Activations activations_ = kernels::Activations::kF32;
+  std::unique_ptr<DraftHead> draft_head_;
   std::vector<float> rope_inv_freq_;
 };
 

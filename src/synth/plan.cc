@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/strings.h"
+#include "pack/quant_policy.h"
 #include "synth/presets.h"
 
 namespace mtplx::synth {
@@ -35,21 +36,23 @@ class Builder {
   std::string Head() const { return next_ || !mlx_ ? "lm_head" : "language_model.lm_head"; }
   std::string Mtp() const { return next_ || !mlx_ ? "mtp." : "language_model.mtp."; }
 
-  // A linear / embedding weight: quantized in MLX format when bits > 0.
-  void Linear(const std::string& module, std::vector<int64_t> shape, std::vector<Part> parts,
-              int bits_override = 0) {
+  // A linear / embedding weight: quantized in MLX format when bits > 0, by the rule mlx-lm
+  // applies (pack/quant_policy.h).
+  void Linear(const std::string& module, std::vector<int64_t> shape, std::vector<Part> parts) {
     Physical p;
     p.name = module + (EndsWith(module, "gate_up_proj") || EndsWith(module, "experts.down_proj")
                            ? ""
                            : ".weight");
     p.shape = std::move(shape);
     p.parts = std::move(parts);
-    if (mlx_ && options_.bits > 0 && p.cols() % 32 == 0) {
-      p.bits = bits_override ? bits_override : options_.bits;
-      p.group_size = bits_override ? 64 : options_.group_size;
-      if (p.cols() % p.group_size) p.bits = 0;
-      if (bits_override && p.bits)
-        overrides_[module] = {{"group_size", p.group_size}, {"bits", p.bits}};
+    if (mlx_) {
+      const pack::QuantChoice q =
+          pack::ChooseQuantization(module, p.cols(), options_.bits, options_.group_size);
+      if (q.bits) {
+        p.bits = q.bits;
+        p.group_size = q.group_size;
+      }
+      if (q.is_override) overrides_[module] = {{"group_size", q.group_size}, {"bits", q.bits}};
     }
     plan_.physicals.push_back(std::move(p));
   }
@@ -158,10 +161,10 @@ class Builder {
   void Moe(const std::string& phys, const std::string& log, bool fused) {
     const int64_t e = Get(text_, "num_experts"),
                   shared = Get(text_, "shared_expert_intermediate_size");
-    Linear(phys + "gate", {e, h_}, {{L(log + "gate", e, h_, Init::kLinear, 4.0f)}}, 8);
+    Linear(phys + "gate", {e, h_}, {{L(log + "gate", e, h_, Init::kLinear, 4.0f)}});
     Experts(phys, log, fused);
     Mlp(phys + "shared_expert.", log + "shared_expert.", shared);
-    Linear(phys + "shared_expert_gate", {1, h_}, {{L(log + "shared_expert_gate", 1, h_)}}, 8);
+    Linear(phys + "shared_expert_gate", {1, h_}, {{L(log + "shared_expert_gate", 1, h_)}});
   }
 
   void Layer(const std::string& phys, const std::string& log, bool attention, bool moe,
@@ -208,28 +211,12 @@ bool IsFullAttention(const Json& text, int64_t layer) {
 
 }  // namespace
 
-int64_t Physical::rows() const {
-  int64_t r = 1;
-  for (size_t i = 0; i + 1 < shape.size(); ++i) r *= shape[i];
-  return r;
-}
-
-uint64_t Physical::Bytes() const {
-  const uint64_t n = static_cast<uint64_t>(rows()) * cols();
-  if (bits == 0) return n * DTypeSize(dtype);
-  return n * bits / 8 + 2 * static_cast<uint64_t>(rows()) * (cols() / group_size) * 2;
-}
-
 Result<Plan> BuildPlan(const PlanOptions& options) {
   if (options.format != "hf" && options.format != "mlx")
     return InvalidArgument(StrCat("unknown format '", options.format, "' (choose hf or mlx)"));
   if (options.bits != 0 && options.format != "mlx")
     return InvalidArgument("--bits needs --format mlx (Hugging Face checkpoints are bf16)");
-  if (options.bits != 0 && options.bits != 2 && options.bits != 3 && options.bits != 4 &&
-      options.bits != 5 && options.bits != 6 && options.bits != 8)
-    return InvalidArgument(StrCat("--bits ", options.bits, " is not one of 2, 3, 4, 5, 6, 8"));
-  if (options.group_size != 32 && options.group_size != 64 && options.group_size != 128)
-    return InvalidArgument(StrCat("--group-size ", options.group_size, " is not 32, 64 or 128"));
+  MTPLX_RETURN_IF_ERROR(pack::CheckQuantOptions(options.bits, options.group_size));
   Plan plan;
   MTPLX_ASSIGN_OR_RETURN(plan.config, PresetConfig(options.preset));
   const bool next = plan.config["architectures"][0] == "Qwen3NextForCausalLM";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "pack/tensor_writer.h"
 #include "tensor/dtype.h"
 
 namespace mtplx::synth {
@@ -35,19 +36,11 @@ struct Part {
   const Logical* tensor;
 };
 
-struct Physical {
-  std::string name;                 // full tensor name without ".weight" handling
-  std::vector<int64_t> shape;       // logical float shape (rows..., cols)
-  std::vector<int64_t> file_shape;  // shape written to the file when it differs (conv1d)
-  DType dtype = DType::kBF16;       // storage type when dense
-  bool add_one = false;             // store 1 + w (MLX norm convention)
-  int bits = 0;                     // quantized when > 0 (name must end in ".weight")
-  int group_size = 64;
+// A tensor as the format stores it (name, shape, dtype, quantization), and where its rows come
+// from.
+struct Physical : pack::StoredTensor {
+  bool add_one = false;     // store 1 + w (MLX norm convention)
   std::vector<Part> parts;  // rows are the parts' rows in order
-
-  int64_t rows() const;
-  int64_t cols() const { return shape.back(); }
-  uint64_t Bytes() const;
 };
 
 struct Plan {

@@ -11,6 +11,10 @@
 
 namespace mtplx::synth {
 
+// Bumped whenever what WriteSyntheticCheckpoint writes changes, so caches of generated
+// checkpoints (the tests' build/test-models) are regenerated rather than reused stale.
+inline constexpr int kOutputVersion = 2;
+
 struct SynthOptions {
   std::string preset = "dense-tiny";
   std::string out_dir;

@@ -4,32 +4,21 @@
 
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "support/test_support.h"
 
 namespace mtplx {
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Outcome = testing::CommandOutcome;
 
-Outcome Mtplx(const std::string& args) {
-  const std::string command = testing::BinaryDir() + "/bin/mtplx " + args + " 2>&1";
-  Outcome outcome;
-  std::FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return outcome;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    outcome.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return outcome;
+Outcome Mtplx(const std::string& args, bool merge_stderr = true) {
+  return testing::RunMtplx(args, merge_stderr);
 }
 
 TEST(CliTest, RunOnTheDefaultModelPrintsTextAndStats) {
@@ -180,6 +169,49 @@ TEST(CliTest, ScoreRejectsTokensOutsideTheVocabulary) {
   const Outcome o = Mtplx("score --model " + model + " --tokens 1,99999");
   EXPECT_NE(o.exit_code, 0);
   EXPECT_NE(o.output.find("99999"), std::string::npos) << o.output;
+}
+
+TEST(CliTest, BenchJsonHasEveryKeyWithFinitePositiveValues) {
+  const Outcome o =
+      Mtplx("bench --json --quiet --repeats 1 --prefill 64,256 --bandwidth-mib 16 --threads 2");
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const auto j = nlohmann::json::parse(o.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.output;
+  for (const char* key :
+       {"decode_tok_s", "bytes_per_token", "read_bandwidth_gbs", "bandwidth_utilization",
+        "draft_cost_ratio", "resident_bytes", "triad_bandwidth_gbs", "threads", "weight_bytes"}) {
+    ASSERT_TRUE(j.contains(key) && j[key].is_number()) << key << ": " << o.output;
+    EXPECT_TRUE(std::isfinite(j[key].get<double>()) && j[key].get<double>() > 0) << key;
+  }
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_TRUE(j["model"].is_string());
+  auto expect_object = [&](const char* key, std::vector<std::string> members) {
+    ASSERT_TRUE(j[key].is_object()) << key;
+    EXPECT_EQ(j[key].size(), members.size()) << key;
+    for (const auto& member : members) {
+      ASSERT_TRUE(j[key].contains(member) && j[key][member].is_number()) << key << member;
+      EXPECT_GT(j[key][member].get<double>(), 0) << key << member;
+    }
+  };
+  expect_object("verify_cost", {"1", "2", "3", "4", "5", "6", "7", "8"});
+  EXPECT_EQ(j["verify_cost"]["1"], 1.0);
+  expect_object("prefill_tok_s", {"64", "256"});
+  expect_object("projected_speedup", {"1", "2", "3"});
+}
+
+TEST(CliTest, BenchTableShowsEveryQuantity) {
+  const Outcome o = Mtplx("bench --quiet --repeats 1 --prefill none --bandwidth-mib 16");
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  for (const char* text :
+       {"memory read bandwidth", "AR decode", "bytes per token", "bandwidth utilisation",
+        "v(8)=", "draft cost ratio c", "resident memory", "depth 3"})
+    EXPECT_NE(o.output.find(text), std::string::npos) << text << "\n" << o.output;
+}
+
+TEST(CliTest, BenchRefusesAnAcceptanceOutsideZeroToOne) {
+  const Outcome o = Mtplx("bench --acceptance 0.9,1.5");
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_NE(o.output.find("--acceptance: '1.5'"), std::string::npos) << o.output;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/rng.h"
@@ -16,10 +17,11 @@
 namespace mtplx::engine {
 namespace {
 
-std::unique_ptr<model::Model> LoadPreset(const std::string& preset) {
+std::unique_ptr<model::Model> LoadPreset(const std::string& preset, int draft_head_bits = 0) {
   model::LoadOptions options;
   options.show_progress = false;
   options.threads = 1;
+  options.draft_head_bits = draft_head_bits;
   auto m = model::Model::Load(testing::SyntheticModel(preset), options);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return m.ok() ? std::move(m).value() : nullptr;
@@ -36,12 +38,34 @@ GenerateRequest GreedyRequest(int prompt_index, int max_tokens) {
   return r;
 }
 
-void ExpectGreedyEquality(const std::string& preset, int prompts, bool oracle) {
-  auto m = LoadPreset(preset);
+// A shared "system prompt" that requests continue from a cached prefix snapshot.
+std::vector<int32_t> SharedPrefix() {
+  std::vector<int32_t> tokens;
+  SplitMix64 rng(4242);
+  for (int i = 0; i < 37; ++i) tokens.push_back(static_cast<int32_t>(rng.Next() % 993));
+  return tokens;
+}
+
+// Prompts p of GreedyRequest; with a prefix, each prompt is the prefix followed by prompt p, and
+// every request restores the same snapshot (which earlier requests have run past).
+void ExpectGreedyEquality(const std::string& preset, int prompts, bool oracle,
+                          bool from_prefix = false, int draft_head_bits = 0) {
+  auto m = LoadPreset(preset, draft_head_bits);
   ASSERT_TRUE(m);
+  ASSERT_EQ(m->draft_head_bits(), draft_head_bits);
+  std::optional<PrefixState> prefix;
+  if (from_prefix) {
+    auto built = BuildPrefix(*m, SharedPrefix());
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    prefix = std::move(built).value();
+  }
   int64_t accepted = 0, proposed = 0, bonuses = 0, corrections = 0;
   for (int p = 0; p < prompts; ++p) {
-    const GenerateRequest request = GreedyRequest(p, 24);
+    GenerateRequest request = GreedyRequest(p, 24);
+    if (prefix) {
+      request.prompt.insert(request.prompt.begin(), prefix->tokens.begin(), prefix->tokens.end());
+      request.prefix = &*prefix;
+    }
     auto plain = GeneratePlain(*m, request, nullptr);
     ASSERT_TRUE(plain.ok()) << plain.status().ToString();
     const std::vector<int32_t>& want = plain->tokens;
@@ -81,10 +105,55 @@ class GreedyEqualityTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GreedyEqualityTest, MtpHeadDrafts) { ExpectGreedyEquality(GetParam(), 50, false); }
 TEST_P(GreedyEqualityTest, OracleDrafts) { ExpectGreedyEquality(GetParam(), 50, true); }
+// The drafter's 4-bit copy of the output head changes the drafts, never the output.
+TEST_P(GreedyEqualityTest, MtpHeadDraftsThrough4BitDraftHead) {
+  ExpectGreedyEquality(GetParam(), 20, false, /*from_prefix=*/false, /*draft_head_bits=*/4);
+}
+TEST_P(GreedyEqualityTest, FromRestoredPrefixSnapshot) {
+  ExpectGreedyEquality(GetParam(), 50, false, /*from_prefix=*/true);
+}
+TEST_P(GreedyEqualityTest, OracleDraftsFromRestoredPrefixSnapshot) {
+  ExpectGreedyEquality(GetParam(), 50, true, /*from_prefix=*/true);
+}
 
 INSTANTIATE_TEST_SUITE_P(Presets, GreedyEqualityTest,
                          ::testing::Values("dense-tiny", "moe-tiny", "next-tiny"),
                          testing::PresetTestName<::testing::TestParamInfo<std::string>>);
+
+// A prefix restores to exactly the state of running its tokens: plain generation from it equals
+// plain generation of the whole prompt with the same chunking (one new token: the prefill of the
+// rest is a single row either way), and requests that do not extend it are refused.
+TEST(PrefixTest, RestoresTheStateOfItsTokens) {
+  auto m = LoadPreset("next-tiny");
+  ASSERT_TRUE(m);
+  const std::vector<int32_t> tokens = SharedPrefix();
+  auto prefix = BuildPrefix(*m, tokens);
+  ASSERT_TRUE(prefix.ok()) << prefix.status().ToString();
+  EXPECT_EQ(prefix->trunk.position, static_cast<int64_t>(tokens.size()));
+  ASSERT_TRUE(prefix->mtp.has_value());
+  EXPECT_EQ(prefix->mtp->position, static_cast<int64_t>(tokens.size()) - 1);
+
+  GenerateRequest request = GreedyRequest(3, 12);
+  request.prompt = tokens;
+  request.prompt.push_back(5);
+  auto cold = GeneratePlain(*m, request, nullptr);
+  request.prefix = &*prefix;
+  auto warm = GeneratePlain(*m, request, nullptr);
+  ASSERT_TRUE(cold.ok() && warm.ok());
+  EXPECT_EQ(warm->tokens, cold->tokens);
+  EXPECT_EQ(warm->stats.prompt_tokens, cold->stats.prompt_tokens);
+
+  GenerateRequest bad = request;
+  bad.prompt = tokens;  // does not extend the prefix
+  EXPECT_EQ(GeneratePlain(*m, bad, nullptr).status().code(), StatusCode::kInvalidArgument);
+  bad.prompt.push_back(7);
+  bad.prompt[0] = (bad.prompt[0] + 1) % 993;  // diverges inside the prefix
+  EXPECT_EQ(GeneratePlain(*m, bad, nullptr).status().code(), StatusCode::kInvalidArgument);
+  SpeculativeOptions pre_norm;
+  pre_norm.pre_norm_hidden = true;  // the prefix holds post-norm hiddens
+  EXPECT_EQ(GenerateSpeculative(*m, request, pre_norm, nullptr).status().code(),
+            StatusCode::kInvalidArgument);
+}
 
 TEST(SpeculativeTest, RejectsBadDepthAndEmptyPrompt) {
   auto m = LoadPreset("dense-tiny");

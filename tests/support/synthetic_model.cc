@@ -16,8 +16,8 @@ std::string SyntheticModel(const std::string& preset, const std::string& format,
                            int group_size, unsigned long long seed) {
   const std::string root = BinaryDir() + "/test-models";
   std::filesystem::create_directories(root);
-  const std::string name =
-      StrFormat("%s-%s-b%d-g%d-s%llu", preset.c_str(), format.c_str(), bits, group_size, seed);
+  const std::string name = StrFormat("%s-%s-b%d-g%d-s%llu-v%d", preset.c_str(), format.c_str(),
+                                     bits, group_size, seed, synth::kOutputVersion);
   const std::string dir = root + "/" + name;
   // ctest runs test programs in parallel: serialise generation with a lock file.
   const int lock = open((dir + ".lock").c_str(), O_CREAT | O_RDWR, 0644);

@@ -1,7 +1,10 @@
 #include "support/test_support.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -47,6 +50,21 @@ std::string MakeTempDir(const std::string& prefix) {
   if (!made) return "";
   TempDirs().push_back(made);
   return made;
+}
+
+CommandOutcome RunMtplx(const std::string& args, bool merge_stderr) {
+  const std::string command =
+      BinaryDir() + "/bin/mtplx " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  CommandOutcome outcome;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return outcome;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    outcome.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return outcome;
 }
 
 }  // namespace mtplx::testing

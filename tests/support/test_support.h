@@ -16,4 +16,13 @@ std::string SharedPath(const std::string& relative);
 // A fresh empty directory under the system temp dir, removed at process exit.
 std::string MakeTempDir(const std::string& prefix);
 
+// The result of running the built `mtplx` binary.
+struct CommandOutcome {
+  int exit_code = -1;
+  std::string output;  // stdout, and stderr too when merged
+};
+
+// Runs `<build>/bin/mtplx ARGS` through the shell (ARGS is shell-quoted by the caller).
+CommandOutcome RunMtplx(const std::string& args, bool merge_stderr = true);
+
 }  // namespace mtplx::testing

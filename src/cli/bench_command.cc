@@ -1,0 +1,231 @@
+// `mtplx bench`: memory bandwidth, decode cost, verify and draft cost ratios, prefill speed, and
+// the speedup speculation would give at an acceptance profile. The measuring is in engine/bench.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/strings.h"
+#include "cli/commands.h"
+#include "cli/default_model.h"
+#include "cli/session.h"
+#include "engine/bench.h"
+#include "model/model.h"
+
+namespace mtplx::cli {
+namespace {
+
+constexpr int kMaxProjectedDepth = 3;
+constexpr int kVerifyRows = 8;  // v(1..8); depth D needs v(D + 1)
+
+struct BenchFlags {
+  std::string model_dir;
+  int threads = 0;
+  bool json = false;
+  bool quiet = false;
+  std::string acceptance = "0.94,0.81,0.7";
+  std::string prefill = "512,2048";
+  int repeats = 5;
+  int64_t context = 64;
+  uint64_t bandwidth_mib = 512;
+  // Loaded as `run` loads the model, so the numbers are the ones generation sees.
+  std::string activations = GenerationFlags().activations;
+  int draft_head_bits = GenerationFlags().draft_head_bits;
+};
+
+// "0.9,0.8" -> {0.9, 0.8}; each value within [low, high].
+Result<std::vector<double>> ParseList(const std::string& flag, const std::string& text, double low,
+                                      double high) {
+  std::vector<double> values;
+  for (const std::string& part : StrSplit(text, ',')) {
+    char* end = nullptr;
+    const double value = std::strtod(part.c_str(), &end);
+    if (part.empty() || *end != '\0' || !(value >= low && value <= high))
+      return InvalidArgument(
+          StrCat(flag, ": '", part, "' is not a number in [", low, ", ", high, "]"));
+    values.push_back(value);
+  }
+  return values;
+}
+
+Result<std::vector<int64_t>> ParsePrefill(const std::string& text) {
+  if (text == "none") return std::vector<int64_t>{};
+  MTPLX_ASSIGN_OR_RETURN(std::vector<double> sizes, ParseList("--prefill", text, 1, 1e7));
+  std::vector<int64_t> out;
+  for (double size : sizes) {
+    if (size != std::floor(size))
+      return InvalidArgument(StrCat("--prefill: ", size, " is not a whole number of tokens"));
+    out.push_back(static_cast<int64_t>(size));
+  }
+  return out;
+}
+
+const char* ActivationsName(const model::Model& m) {
+  return m.activations() == kernels::Activations::kF32 ? "f32" : "int8";
+}
+
+// Projected speedup by depth (1..3), or null without a draft cost.
+nlohmann::json Projection(const engine::BenchReport& r, const std::vector<double>& acceptance) {
+  if (!r.draft_cost_ratio) return nullptr;
+  nlohmann::json out = nlohmann::json::object();
+  for (int depth = 1; depth <= kMaxProjectedDepth; ++depth) {
+    const auto speedup =
+        engine::ProjectedSpeedup(acceptance, r.verify_cost, *r.draft_cost_ratio, depth);
+    out[std::to_string(depth)] = speedup ? nlohmann::json(*speedup) : nlohmann::json(nullptr);
+  }
+  return out;
+}
+
+nlohmann::json ReportJson(const engine::BenchReport& r, const model::Model& m,
+                          const std::vector<double>& acceptance) {
+  nlohmann::json verify = nlohmann::json::object(), prefill = nlohmann::json::object();
+  for (size_t i = 0; i < r.verify_cost.size(); ++i)
+    verify[std::to_string(i + 1)] = r.verify_cost[i];
+  for (const auto& [tokens, tok_s] : r.prefill_tok_s) prefill[std::to_string(tokens)] = tok_s;
+  return {{"model", m.dir()},
+          {"threads", r.threads},
+          {"context", r.context},
+          {"weight_bytes", m.weight_bytes()},
+          {"activations", ActivationsName(m)},
+          {"draft_head_bits", m.draft_head_bits()},
+          {"resident_bytes", r.resident_bytes},
+          {"read_bandwidth_gbs", r.bandwidth.read_gbs},
+          {"triad_bandwidth_gbs", r.bandwidth.triad_gbs},
+          {"bandwidth_bytes", r.bandwidth.bytes},
+          {"decode_tok_s", r.decode_tok_s},
+          {"bytes_per_token", r.bytes_per_token()},
+          {"weight_bytes_per_token", r.weight_bytes_per_token},
+          {"state_bytes_per_token", r.state_bytes_per_token},
+          {"bandwidth_utilization", r.bandwidth_utilization()},
+          {"verify_cost", verify},
+          {"draft_cost_ratio",
+           r.draft_cost_ratio ? nlohmann::json(*r.draft_cost_ratio) : nlohmann::json(nullptr)},
+          {"prefill_tok_s", prefill},
+          {"acceptance", acceptance},
+          {"projected_speedup", Projection(r, acceptance)},
+          {"notices", r.notices}};
+}
+
+// Decimal units, as the bandwidth figures use: "6.50 GB", "3.08 MB".
+std::string DecimalBytes(uint64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1e9) return StrFormat("%.2f GB", b / 1e9);
+  if (b >= 1e6) return StrFormat("%.2f MB", b / 1e6);
+  return StrFormat("%.1f kB", b / 1e3);
+}
+
+void PrintTable(const engine::BenchReport& r, const model::Model& m,
+                const std::vector<double>& acceptance) {
+  const std::string head =
+      m.draft_head_bits() ? StrCat(m.draft_head_bits(), "-bit draft head") : "model's draft head";
+  std::printf("mtplx bench: %s (%d threads, context %lld, %s activations, %s)\n", m.dir().c_str(),
+              r.threads, static_cast<long long>(r.context), ActivationsName(m), head.c_str());
+  std::printf("  %-26s %.2f GB/s (triad %.2f GB/s, %s arrays)\n", "memory read bandwidth",
+              r.bandwidth.read_gbs, r.bandwidth.triad_gbs, HumanBytes(r.bandwidth.bytes).c_str());
+  std::printf("  %-26s %.2f tok/s\n", "AR decode", r.decode_tok_s);
+  std::printf("  %-26s %s (weights %s + state %s)\n", "bytes per token",
+              DecimalBytes(r.bytes_per_token()).c_str(),
+              DecimalBytes(r.weight_bytes_per_token).c_str(),
+              DecimalBytes(r.state_bytes_per_token).c_str());
+  std::printf("  %-26s %.1f %%\n", "bandwidth utilisation", 100.0 * r.bandwidth_utilization());
+  std::printf("  %-26s", "verify cost v(m)");
+  for (size_t i = 0; i < r.verify_cost.size(); ++i)
+    std::printf(" v(%zu)=%.2f", i + 1, r.verify_cost[i]);
+  std::printf("\n");
+  if (r.draft_cost_ratio) std::printf("  %-26s %.3f\n", "draft cost ratio c", *r.draft_cost_ratio);
+  for (const auto& [tokens, tok_s] : r.prefill_tok_s)
+    std::printf("  %-26s %.1f tok/s\n", StrCat("prefill ", tokens, " tokens").c_str(), tok_s);
+  std::printf("  %-26s %s\n", "resident memory", HumanBytes(r.resident_bytes).c_str());
+  if (!r.draft_cost_ratio) return;
+  std::string profile;
+  for (double a : acceptance) profile += StrFormat("%s%.2f", profile.empty() ? "" : ", ", a);
+  std::printf("  projected speedup at acceptance (%s):\n", profile.c_str());
+  for (int depth = 1; depth <= kMaxProjectedDepth; ++depth) {
+    const auto speedup =
+        engine::ProjectedSpeedup(acceptance, r.verify_cost, *r.draft_cost_ratio, depth);
+    if (speedup) std::printf("    depth %d  %.2fx\n", depth, *speedup);
+  }
+}
+
+int RunBenchCommand(BenchFlags f) {
+  auto acceptance = ParseList("--acceptance", f.acceptance, 0.0, 1.0);
+  if (!acceptance.ok()) return ReportError(acceptance.status().message());
+  auto prefill = ParsePrefill(f.prefill);
+  if (!prefill.ok()) return ReportError(prefill.status().message());
+  if (f.model_dir.empty()) {
+    auto dir = DefaultModelDir();
+    if (!dir.ok()) return ReportError(dir.status().message());
+    f.model_dir = *dir;
+  }
+  model::LoadOptions load;
+  load.threads = f.threads;
+  load.show_progress = !f.quiet;
+  load.activations =
+      f.activations == "f32" ? kernels::Activations::kF32 : kernels::Activations::kInt8;
+  load.draft_head_bits = f.draft_head_bits;
+  auto loaded = model::Model::Load(f.model_dir, load);
+  if (!loaded.ok()) return ReportError(loaded.status().message());
+  const model::Model& m = **loaded;
+
+  engine::BenchOptions options;
+  options.context = f.context;
+  options.max_verify_rows = kVerifyRows;
+  options.rounds = f.repeats;
+  options.prefill_sizes = *prefill;
+  options.bandwidth_bytes = f.bandwidth_mib << 20;
+  options.show_progress = !f.quiet;
+  auto report = engine::RunBench(m, options);
+  if (!report.ok()) return ReportError(report.status().message());
+  if (f.json) {
+    std::printf("%s\n", ReportJson(*report, m, *acceptance).dump().c_str());
+    return 0;
+  }
+  PrintTable(*report, m, *acceptance);
+  if (!f.quiet)
+    for (const std::string& notice : report->notices)
+      std::fprintf(stderr, "[mtplx] %s\n", notice.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Runner AddBenchCommand(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Measure memory bandwidth, decode, verify, draft and prefill cost on this machine");
+  cmd->add_option("--model", f->model_dir, "Model folder (default: the bundled model)");
+  cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)");
+  cmd->add_flag("--json", f->json, "Print one JSON object instead of a table");
+  cmd->add_option("--acceptance", f->acceptance,
+                  "Conditional acceptance at depth 1,2,3,... for the projection (default "
+                  "0.94,0.81,0.7; later depths reuse the last value)");
+  cmd->add_option("--repeats", f->repeats, "Interleaved samples per quantity; medians reported")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--prefill", f->prefill,
+                  "Prompt sizes to time prefill at (default 512,2048; none skips)");
+  cmd->add_option("--context", f->context, "Tokens in the state while decode/verify are timed")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--bandwidth-mib", f->bandwidth_mib, "MiB streamed per bandwidth pass")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--activations", f->activations,
+                  "Activations meeting quantized weights: int8 (default, as run) | f32")
+      ->check(CLI::IsMember({"int8", "f32"}));
+  cmd->add_option("--draft-head-bits", f->draft_head_bits,
+                  "Bits of the drafter's copy of the output head (default as run; 0 = the model's)")
+      ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
+  cmd->add_flag("--quiet", f->quiet, "No progress bar or notices on stderr");
+  cmd->footer(
+      "Formulae (times are medians of interleaved samples):\n"
+      "  bandwidth_utilization = bytes_per_token * decode_tok_s / read bandwidth\n"
+      "  v(m) = time(verify forward of m rows) / time(1 row), m = 1..8\n"
+      "  c    = time(one MTP draft step) / time(one AR decode step)\n"
+      "  projected speedup at depth D with conditional acceptances a1..aD:\n"
+      "    E = 1 + a1 + a1*a2 + ... + a1*...*aD   (expected tokens per cycle)\n"
+      "    speedup = E / (v(D+1) + D*c)            (cycle cost in AR steps)");
+  return [f] { return RunBenchCommand(*f); };
+}
+
+}  // namespace mtplx::cli

@@ -1,0 +1,308 @@
+#include "engine/bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "base/process_stats.h"
+#include "base/progress.h"
+#include "base/strings.h"
+#include "base/timer.h"
+#include "engine/generator.h"
+
+namespace mtplx::engine {
+namespace {
+
+// Arbitrary valid ids: the cost of a step does not depend on which tokens it runs.
+std::vector<int32_t> BenchTokens(int64_t first, int64_t count, int64_t vocab) {
+  std::vector<int32_t> tokens(count);
+  for (int64_t i = 0; i < count; ++i)
+    tokens[i] = static_cast<int32_t>(((first + i) * 7919 + 11) % vocab);
+  return tokens;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// Mean seconds per call of `call(i)`, calling it until `min_seconds` of calls were timed (at least
+// once, at most max_calls times); `reset(i)` runs untimed before each call.
+template <typename Reset, typename Call>
+Result<double> SecondsPerCall(double min_seconds, int64_t max_calls, const Reset& reset,
+                              const Call& call) {
+  double total = 0.0;
+  int64_t calls = 0;
+  do {
+    reset(calls);
+    Timer timer;
+    MTPLX_RETURN_IF_ERROR(call(calls));
+    total += timer.Seconds();
+    ++calls;
+  } while (total < min_seconds && calls < max_calls);
+  return total / static_cast<double>(calls);
+}
+
+// Bytes of sequence state one step reads: every cached K and V row of each attention layer, and
+// each DeltaNet layer's conv window and recurrent matrix.
+uint64_t StateBytesRead(const state::StateLayout& layout, int64_t position) {
+  uint64_t floats = 0;
+  for (bool attention : layout.is_attention)
+    floats += attention ? static_cast<uint64_t>(2 * position * layout.kv_width)
+                        : static_cast<uint64_t>(layout.conv_history * layout.conv_channels +
+                                                layout.recurrent_size);
+  return floats * sizeof(float);
+}
+
+// One bench over one model: the states at the measured context and their snapshots, the
+// samplers, and the order they run in.
+class BenchRun {
+ public:
+  BenchRun(const model::Model& model, const BenchOptions& options, int64_t context)
+      : model_(model),
+        options_(options),
+        context_(context),
+        vocab_(model.config().vocab_size),
+        window_(model.config().max_position_embeddings) {}
+
+  Result<BenchReport> Run();
+
+ private:
+  int64_t ProgressSteps() const;
+  void Tick() {
+    if (progress_) progress_->Add(1);
+  }
+  Status PrepareContext();
+  Status MeasureRound(std::vector<double>& decode, std::vector<double>& draft,
+                      std::vector<std::vector<double>>& verify);
+  Status MeasureSteps(BenchReport& report);
+  Status MeasurePrefill(BenchReport& report);
+  Result<double> DecodeSeconds();
+  Result<double> DraftSeconds();
+  Result<double> VerifySeconds(int rows);
+  Result<double> PrefillSeconds(int64_t tokens);
+
+  const model::Model& model_;
+  const BenchOptions& options_;
+  const int64_t context_, vocab_;
+  const int64_t window_;  // max_position_embeddings
+  std::unique_ptr<ProgressBar> progress_;
+  std::unique_ptr<state::SequenceState> trunk_, mtp_;
+  state::SequenceSnapshot trunk_at_context_, mtp_at_context_;
+  std::vector<float> last_hidden_;  // trunk hidden of the last context row (fed to the draft)
+};
+
+int64_t BenchRun::ProgressSteps() const {
+  const int64_t per_round = 1 + (model_.has_mtp() ? 1 : 0) + options_.max_verify_rows;
+  const int64_t prefills =
+      std::count_if(options_.prefill_sizes.begin(), options_.prefill_sizes.end(),
+                    [&](int64_t size) { return size <= window_; });
+  return 1 + options_.rounds * (per_round + prefills);
+}
+
+// Trunk at `context` tokens; the MTP history holds the (hidden, next token) pairs of that prefix,
+// as after a prefill in speculative decoding.
+Status BenchRun::PrepareContext() {
+  const int64_t h = model_.config().hidden_size;
+  const std::vector<int32_t> tokens = BenchTokens(0, context_ + 1, vocab_);
+  trunk_ = model_.NewState();
+  model::ForwardOptions history;
+  history.no_logits = true;
+  model::ForwardOutput out;
+  MTPLX_RETURN_IF_ERROR(
+      model_.Forward(*trunk_, std::span<const int32_t>(tokens.data(), context_), history, &out));
+  trunk_at_context_ = trunk_->Snapshot();
+  last_hidden_.assign(out.hidden.end() - h, out.hidden.end());
+  if (!model_.has_mtp()) return Status::Ok();
+  mtp_ = model_.NewMtpState();
+  if (context_ > 1) {
+    model::ForwardOutput mtp_out;
+    MTPLX_RETURN_IF_ERROR(
+        model_.ForwardMtp(*mtp_, std::span<const int32_t>(tokens.data() + 1, context_ - 1),
+                          out.hidden.data(), history, &mtp_out));
+  }
+  mtp_at_context_ = mtp_->Snapshot();
+  return Status::Ok();
+}
+
+// Plain decoding: one row with its logits, the state growing step by step from `context`.
+Result<double> BenchRun::DecodeSeconds() {
+  const int64_t room = window_ - context_;
+  const int64_t max_steps = std::clamp<int64_t>(room, 1, 256);
+  const std::vector<int32_t> tokens = BenchTokens(context_, max_steps, vocab_);
+  model::ForwardOptions step;
+  model::ForwardOutput out;
+  return SecondsPerCall(
+      options_.min_sample_seconds, max_steps,
+      [&](int64_t i) {
+        if (i == 0) trunk_->Restore(trunk_at_context_);
+      },
+      [&](int64_t i) {
+        return model_.Forward(*trunk_, std::span<const int32_t>(&tokens[i], 1), step, &out);
+      });
+}
+
+// A draft step past the first: one row of the MTP head with its logits, from the drafter's head
+// as speculative decoding uses it.
+Result<double> BenchRun::DraftSeconds() {
+  const int32_t token = BenchTokens(context_, 1, vocab_)[0];
+  model::ForwardOptions last_row;
+  last_row.all_logits = false;
+  last_row.draft_head = true;
+  model::ForwardOutput out;
+  return SecondsPerCall(
+      options_.min_sample_seconds, INT64_MAX, [&](int64_t) { mtp_->Restore(mtp_at_context_); },
+      [&](int64_t) {
+        return model_.ForwardMtp(*mtp_, std::span<const int32_t>(&token, 1), last_hidden_.data(),
+                                 last_row, &out);
+      });
+}
+
+// The verify pass of speculative decoding: `rows` rows, logits for all, per-row capture.
+Result<double> BenchRun::VerifySeconds(int rows) {
+  const std::vector<int32_t> tokens = BenchTokens(context_, rows, vocab_);
+  state::VerifyCapture capture;
+  model::ForwardOptions verify;
+  verify.capture = &capture;
+  model::ForwardOutput out;
+  return SecondsPerCall(
+      options_.min_sample_seconds, INT64_MAX, [&](int64_t) { trunk_->Restore(trunk_at_context_); },
+      [&](int64_t) { return model_.Forward(*trunk_, tokens, verify, &out); });
+}
+
+// A fresh prompt of `tokens`, prefilled as GeneratePlain does: the body in chunks, then the last
+// token alone.
+Result<double> BenchRun::PrefillSeconds(int64_t tokens) {
+  const std::vector<int32_t> prompt = BenchTokens(0, tokens, vocab_);
+  std::unique_ptr<state::SequenceState> state;
+  model::ForwardOptions body;
+  body.all_logits = false;
+  model::ForwardOutput out;
+  return SecondsPerCall(
+      0.0, 1, [&](int64_t) { state = model_.NewState(); },
+      [&](int64_t) -> Status {
+        for (int64_t begin = 0; begin < tokens - 1; begin += kPrefillChunk) {
+          const int64_t count = std::min(kPrefillChunk, tokens - 1 - begin);
+          MTPLX_RETURN_IF_ERROR(model_.Forward(
+              *state, std::span<const int32_t>(prompt.data() + begin, count), body, &out));
+        }
+        return model_.Forward(*state, std::span<const int32_t>(&prompt[tokens - 1], 1), body, &out);
+      });
+}
+
+// One sample of everything the ratios need, each ratio's two sides measured back to back.
+Status BenchRun::MeasureRound(std::vector<double>& decode, std::vector<double>& draft,
+                              std::vector<std::vector<double>>& verify) {
+  MTPLX_ASSIGN_OR_RETURN(const double ar, DecodeSeconds());
+  decode.push_back(ar);
+  Tick();
+  if (model_.has_mtp()) {
+    MTPLX_ASSIGN_OR_RETURN(const double d, DraftSeconds());
+    draft.push_back(d / ar);
+    Tick();
+  }
+  verify[0].push_back(1.0);  // v(1) = 1 by definition
+  Tick();
+  for (int m = 2; m <= options_.max_verify_rows; ++m) {
+    MTPLX_ASSIGN_OR_RETURN(const double one, VerifySeconds(1));
+    MTPLX_ASSIGN_OR_RETURN(const double many, VerifySeconds(m));
+    verify[m - 1].push_back(many / one);
+    Tick();
+  }
+  return Status::Ok();
+}
+
+// Decode, verify and draft at `context`, in interleaved rounds.
+Status BenchRun::MeasureSteps(BenchReport& report) {
+  MTPLX_RETURN_IF_ERROR(PrepareContext());
+  report.weight_bytes_per_token = model_.DecodeWeightBytes();
+  report.state_bytes_per_token = StateBytesRead(trunk_->layout(), context_);
+  std::vector<double> decode, draft;
+  std::vector<std::vector<double>> verify(options_.max_verify_rows);
+  for (int r = 0; r < options_.rounds; ++r)
+    MTPLX_RETURN_IF_ERROR(MeasureRound(decode, draft, verify));
+  report.decode_tok_s = 1.0 / Median(decode);
+  for (const auto& samples : verify) report.verify_cost.push_back(Median(samples));
+  if (model_.has_mtp())
+    report.draft_cost_ratio = Median(draft);
+  else
+    report.notices.push_back("the checkpoint has no MTP head: no draft cost or projection");
+  trunk_.reset();
+  mtp_.reset();
+  return Status::Ok();
+}
+
+Status BenchRun::MeasurePrefill(BenchReport& report) {
+  for (int64_t size : options_.prefill_sizes) {
+    if (size > window_) {
+      report.notices.push_back(
+          StrCat("prefill of ", size, " tokens skipped: the context window is ", window_));
+      continue;
+    }
+    std::vector<double> seconds;
+    for (int r = 0; r < options_.rounds; ++r) {
+      MTPLX_ASSIGN_OR_RETURN(const double s, PrefillSeconds(size));
+      seconds.push_back(s);
+      Tick();
+    }
+    report.prefill_tok_s.emplace_back(size, static_cast<double>(size) / Median(seconds));
+  }
+  return Status::Ok();
+}
+
+Result<BenchReport> BenchRun::Run() {
+  BenchReport report;
+  report.threads = model_.pool()->size();
+  report.context = context_;
+  report.resident_bytes = ReadProcessStats().resident_bytes;  // before any bench allocation
+  if (options_.show_progress)
+    progress_ = std::make_unique<ProgressBar>("bench", ProgressSteps(), "steps");
+  BandwidthOptions bandwidth;
+  bandwidth.bytes = options_.bandwidth_bytes;
+  report.bandwidth = MeasureMemoryBandwidth(*model_.pool(), bandwidth);
+  Tick();
+  MTPLX_RETURN_IF_ERROR(MeasureSteps(report));
+  MTPLX_RETURN_IF_ERROR(MeasurePrefill(report));
+  if (progress_) progress_->Finish();
+  return report;
+}
+
+}  // namespace
+
+double BenchReport::bandwidth_utilization() const {
+  return bandwidth.read_gbs > 0
+             ? static_cast<double>(bytes_per_token()) * decode_tok_s / (bandwidth.read_gbs * 1e9)
+             : 0.0;
+}
+
+Result<BenchReport> RunBench(const model::Model& model, const BenchOptions& options) {
+  if (options.rounds < 1) return InvalidArgument("bench: rounds must be at least 1");
+  if (options.max_verify_rows < 1) return InvalidArgument("bench: verify rows must be at least 1");
+  for (int64_t size : options.prefill_sizes)
+    if (size < 1) return InvalidArgument(StrCat("bench: prefill size ", size, " is not positive"));
+  // The verify rows must fit after the context; a small window shrinks the context.
+  const int64_t window = model.config().max_position_embeddings;
+  const int64_t context = std::min(options.context, window - options.max_verify_rows);
+  if (context < 1)
+    return OutOfRange(StrCat("bench: the context window (", window, ") cannot hold ",
+                             options.max_verify_rows, " verify rows"));
+  BenchRun run(model, options, context);
+  return run.Run();
+}
+
+std::optional<double> ProjectedSpeedup(std::span<const double> acceptance,
+                                       std::span<const double> verify_cost, double draft_cost_ratio,
+                                       int depth) {
+  if (depth < 1 || acceptance.empty() || static_cast<int>(verify_cost.size()) < depth + 1)
+    return std::nullopt;
+  double expected = 1.0, reach = 1.0;
+  for (int d = 0; d < depth; ++d) {
+    reach *= acceptance[std::min<size_t>(d, acceptance.size() - 1)];
+    expected += reach;
+  }
+  return expected / (verify_cost[depth] + depth * draft_cost_ratio);
+}
+
+}  // namespace mtplx::engine

@@ -1,0 +1,63 @@
+// `mtplx bench`: what one decode step costs on this machine, measured the way the engine drives
+// the model, and what speculation would buy at a given acceptance profile.
+//
+// Every ratio is taken between samples measured next to each other (1 row, then m rows; an AR
+// step, then a draft step), and the median over rounds is reported, so drift and noise from
+// other work on the machine cancel instead of biasing one side.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/memory_bandwidth.h"
+#include "base/status.h"
+#include "model/model.h"
+
+namespace mtplx::engine {
+
+struct BenchOptions {
+  int64_t context = 64;              // tokens in the state when decode, verify and draft run
+  int max_verify_rows = 8;           // v(m) for m = 1 .. max_verify_rows
+  int rounds = 5;                    // interleaved samples per quantity; the median is reported
+  double min_sample_seconds = 0.05;  // a sample repeats its call until this much time passed
+  std::vector<int64_t> prefill_sizes = {512, 2048};
+  uint64_t bandwidth_bytes = uint64_t{512} << 20;
+  bool show_progress = false;  // a progress bar on stderr
+};
+
+struct BenchReport {
+  int threads = 0;
+  int64_t context = 0;
+  MemoryBandwidth bandwidth;
+  double decode_tok_s = 0.0;
+  uint64_t weight_bytes_per_token = 0;  // Model::DecodeWeightBytes()
+  uint64_t state_bytes_per_token = 0;   // KV rows and DeltaNet state one step reads at `context`
+  std::vector<double> verify_cost;      // [m - 1] = v(m) = time(verify m rows) / time(1 row)
+  // time(one MTP draft step) / time(one AR step); nullopt when the model has no MTP head.
+  std::optional<double> draft_cost_ratio;
+  std::vector<std::pair<int64_t, double>> prefill_tok_s;  // (prompt tokens, tok/s)
+  uint64_t resident_bytes = 0;                            // process RSS with the model loaded
+  std::vector<std::string> notices;                       // what was skipped and why
+
+  uint64_t bytes_per_token() const { return weight_bytes_per_token + state_bytes_per_token; }
+  // bytes_per_token x decode_tok_s / read bandwidth: the fraction of the machine's bandwidth
+  // plain decoding uses.
+  double bandwidth_utilization() const;
+};
+
+Result<BenchReport> RunBench(const model::Model& model, const BenchOptions& options);
+
+// Speedup of depth-D speculation over plain decoding, in AR-step units:
+//   E = 1 + a1 + a1 a2 + ... + a1 ... aD   (expected tokens per cycle)
+//   speedup = E / (v(D + 1) + D c)
+// acceptance[i] is the conditional acceptance at depth i + 1; depths past its end reuse its last
+// entry. nullopt when v(D + 1) was not measured or the inputs are empty.
+std::optional<double> ProjectedSpeedup(std::span<const double> acceptance,
+                                       std::span<const double> verify_cost, double draft_cost_ratio,
+                                       int depth);
+
+}  // namespace mtplx::engine

@@ -1,0 +1,46 @@
+#include "model/draft_head.h"
+
+#include "base/strings.h"
+#include "kernels/affine_quant.h"
+
+namespace mtplx::model {
+
+Result<std::unique_ptr<DraftHead>> DraftHead::Quantize(const Matrix& head, int bits, int group_size,
+                                                       ThreadPool* pool) {
+  if (!kernels::IsSupportedAffineBits(bits) || !kernels::IsSupportedGroupSize(group_size))
+    return InvalidArgument(StrCat("draft head: unsupported ", bits, "-bit / group ", group_size));
+  if (head.cols % group_size != 0 || (head.cols * bits) % 32 != 0)
+    return InvalidArgument(
+        StrCat("draft head: ", head.cols, " columns do not split into groups of ", group_size));
+  std::unique_ptr<DraftHead> d(new DraftHead());
+  const int64_t words = head.cols * bits / 32, groups = head.cols / group_size;
+  d->packed_.resize(head.rows * words);
+  d->scales_.resize(head.rows * groups);
+  d->biases_.resize(head.rows * groups);
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<float> row(head.cols);
+    for (int64_t r = begin; r < end; ++r) {
+      kernels::DequantizeRow(head, r, row.data());
+      kernels::AffineQuantizeRow(row.data(), head.cols, bits, group_size, DType::kF32,
+                                 d->packed_.data() + r * words, d->scales_.data() + r * groups,
+                                 d->biases_.data() + r * groups);
+    }
+  };
+  if (pool) {
+    pool->ParallelFor(head.rows, 64, run);
+  } else {
+    run(0, head.rows);
+  }
+  d->matrix_.rows = head.rows;
+  d->matrix_.cols = head.cols;
+  d->matrix_.quantized = true;
+  d->matrix_.quant = AffineQuant{
+      bits, group_size, d->packed_.data(), d->scales_.data(), d->biases_.data(), DType::kF32};
+  return d;
+}
+
+uint64_t DraftHead::bytes() const {
+  return packed_.size() * sizeof(uint32_t) + (scales_.size() + biases_.size()) * sizeof(float);
+}
+
+}  // namespace mtplx::model

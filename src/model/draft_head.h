@@ -1,0 +1,33 @@
+// The draft head: an in-memory MLX-affine copy (4-bit, groups of 64 by default) of the output
+// head that only the MTP drafter uses. A draft step runs one decoder layer, so the full-precision
+// head (vocab x hidden, e.g. 248K x 4096) would otherwise be most of its cost. Exactness does not
+// depend on it: acceptance uses the distribution q the drafter actually sampled from.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "tensor/matrix.h"
+
+namespace mtplx::model {
+
+class DraftHead {
+ public:
+  // Quantizes `head` row by row (dequantized to f32 first) with f32 scales and biases.
+  static Result<std::unique_ptr<DraftHead>> Quantize(const Matrix& head, int bits, int group_size,
+                                                     ThreadPool* pool);
+
+  const Matrix& matrix() const { return matrix_; }
+  int bits() const { return matrix_.quant.bits; }
+  uint64_t bytes() const;
+
+ private:
+  std::vector<uint32_t> packed_;
+  std::vector<float> scales_, biases_;
+  Matrix matrix_;
+};
+
+}  // namespace mtplx::model

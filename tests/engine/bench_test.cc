@@ -1,0 +1,162 @@
+// `mtplx bench`'s measurements on the tiny synthetic model at tiny sizes: every quantity present,
+// finite and positive, sizes past the context window skipped, and the projection formula.
+#include "engine/bench.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "support/synthetic_model.h"
+#include "support/test_support.h"
+
+namespace mtplx::engine {
+namespace {
+
+std::unique_ptr<model::Model> Load(const std::string& dir) {
+  model::LoadOptions options;
+  options.show_progress = false;
+  options.threads = 2;
+  auto m = model::Model::Load(dir, options);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+BenchOptions TinyOptions() {
+  BenchOptions o;
+  o.context = 16;
+  o.rounds = 2;
+  o.min_sample_seconds = 0.0;
+  o.prefill_sizes = {8, 40};
+  o.bandwidth_bytes = uint64_t{2} << 20;
+  return o;
+}
+
+bool FinitePositive(double v) { return std::isfinite(v) && v > 0; }
+
+// The dense-tiny checkpoint with its MTP head switched off in config.json.
+std::string WithoutMtp() {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::MakeTempDir("bench-no-mtp");
+  for (const auto& entry : fs::directory_iterator(testing::SyntheticModel("dense-tiny")))
+    fs::copy(entry.path(), dir / entry.path().filename());
+  std::ifstream in(dir / "config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["text_config"]["mtp_num_hidden_layers"] = 0;
+  std::ofstream(dir / "config.json") << config.dump();
+  return dir.string();
+}
+
+TEST(BenchTest, EveryQuantityIsFiniteAndPositive) {
+  auto m = Load(testing::SyntheticModel("dense-tiny"));
+  ASSERT_TRUE(m);
+  auto r = RunBench(*m, TinyOptions());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->threads, 2);
+  EXPECT_EQ(r->context, 16);
+  EXPECT_TRUE(FinitePositive(r->bandwidth.read_gbs));
+  EXPECT_TRUE(FinitePositive(r->bandwidth.triad_gbs));
+  EXPECT_TRUE(FinitePositive(r->decode_tok_s));
+  EXPECT_GT(r->weight_bytes_per_token, 0u);
+  EXPECT_GT(r->state_bytes_per_token, 0u);
+  EXPECT_EQ(r->bytes_per_token(), r->weight_bytes_per_token + r->state_bytes_per_token);
+  EXPECT_TRUE(FinitePositive(r->bandwidth_utilization()));
+  ASSERT_EQ(r->verify_cost.size(), 8u);
+  EXPECT_EQ(r->verify_cost[0], 1.0);
+  for (double v : r->verify_cost) EXPECT_TRUE(FinitePositive(v)) << v;
+  ASSERT_TRUE(r->draft_cost_ratio.has_value());
+  EXPECT_TRUE(FinitePositive(*r->draft_cost_ratio));
+  ASSERT_EQ(r->prefill_tok_s.size(), 2u);
+  EXPECT_EQ(r->prefill_tok_s[0].first, 8);
+  EXPECT_EQ(r->prefill_tok_s[1].first, 40);
+  for (const auto& [tokens, tok_s] : r->prefill_tok_s) EXPECT_TRUE(FinitePositive(tok_s));
+  EXPECT_GT(r->resident_bytes, 0u);
+  EXPECT_TRUE(r->notices.empty());
+  for (int depth = 1; depth <= 3; ++depth) {
+    const auto s = ProjectedSpeedup(std::vector<double>{0.94, 0.81, 0.7}, r->verify_cost,
+                                    *r->draft_cost_ratio, depth);
+    ASSERT_TRUE(s.has_value());
+    EXPECT_TRUE(FinitePositive(*s));
+  }
+}
+
+TEST(BenchTest, DecodeBytesCountTheTrunkButNotTheEmbeddingTableOrMtp) {
+  for (const char* preset : {"dense-tiny", "moe-tiny"}) {
+    auto m = Load(testing::SyntheticModel(preset));
+    ASSERT_TRUE(m);
+    const auto& w = m->weights();
+    const uint64_t decode = m->DecodeWeightBytes();
+    EXPECT_GT(decode, w.lm_head.StorageBytes()) << preset;
+    // The embedding table (but one row) and the MTP head are in the checkpoint, not in a step.
+    EXPECT_LT(decode, m->weight_bytes() - w.mtp.fc.StorageBytes()) << preset;
+  }
+}
+
+TEST(BenchTest, PrefillPastTheContextWindowIsSkippedWithANotice) {
+  auto m = Load(testing::SyntheticModel("dense-tiny"));
+  ASSERT_TRUE(m);
+  BenchOptions o = TinyOptions();
+  o.rounds = 1;
+  o.prefill_sizes = {m->config().max_position_embeddings + 1};
+  auto r = RunBench(*m, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->prefill_tok_s.empty());
+  ASSERT_EQ(r->notices.size(), 1u);
+  EXPECT_NE(r->notices[0].find("skipped"), std::string::npos);
+}
+
+TEST(BenchTest, WithoutAnMtpHeadThereIsNoDraftCost) {
+  auto m = Load(WithoutMtp());
+  ASSERT_TRUE(m);
+  ASSERT_FALSE(m->has_mtp());
+  BenchOptions o = TinyOptions();
+  o.rounds = 1;
+  o.prefill_sizes = {};
+  auto r = RunBench(*m, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->draft_cost_ratio.has_value());
+  ASSERT_EQ(r->notices.size(), 1u);
+  EXPECT_NE(r->notices[0].find("no MTP head"), std::string::npos);
+  EXPECT_TRUE(FinitePositive(r->decode_tok_s));
+}
+
+TEST(BenchTest, InvalidOptionsAreRefused) {
+  auto m = Load(testing::SyntheticModel("dense-tiny"));
+  ASSERT_TRUE(m);
+  BenchOptions o = TinyOptions();
+  o.rounds = 0;
+  EXPECT_FALSE(RunBench(*m, o).ok());
+  o = TinyOptions();
+  o.prefill_sizes = {0};
+  EXPECT_FALSE(RunBench(*m, o).ok());
+}
+
+TEST(ProjectedSpeedupTest, FollowsTheFormula) {
+  const std::vector<double> v = {1.0, 1.1, 1.3, 1.6};
+  // Depth 1: E = 1 + 0.9; cost = v(2) + c.
+  EXPECT_DOUBLE_EQ(*ProjectedSpeedup(std::vector<double>{0.9, 0.8}, v, 0.2, 1), 1.9 / 1.3);
+  // Depth 2: E = 1 + 0.9 + 0.9 * 0.8; cost = v(3) + 2c.
+  EXPECT_DOUBLE_EQ(*ProjectedSpeedup(std::vector<double>{0.9, 0.8}, v, 0.2, 2),
+                   (1 + 0.9 + 0.72) / (1.3 + 0.4));
+  // Depth 3 reuses the last acceptance: E = 1 + 0.9 + 0.72 + 0.576.
+  EXPECT_DOUBLE_EQ(*ProjectedSpeedup(std::vector<double>{0.9, 0.8}, v, 0.2, 3),
+                   (1 + 0.9 + 0.72 + 0.576) / (1.6 + 0.6));
+  // Perfect, free drafts and free verify rows: D + 1 tokens per AR step.
+  EXPECT_DOUBLE_EQ(*ProjectedSpeedup(std::vector<double>{1.0}, std::vector<double>(4, 1.0), 0.0, 3),
+                   4.0);
+}
+
+TEST(ProjectedSpeedupTest, NeedsTheVerifyCostOfDepthPlusOneRows) {
+  const std::vector<double> v = {1.0, 1.1};
+  EXPECT_TRUE(ProjectedSpeedup(std::vector<double>{0.9}, v, 0.1, 1).has_value());
+  EXPECT_FALSE(ProjectedSpeedup(std::vector<double>{0.9}, v, 0.1, 2).has_value());
+  EXPECT_FALSE(ProjectedSpeedup(std::vector<double>{}, v, 0.1, 1).has_value());
+  EXPECT_FALSE(ProjectedSpeedup(std::vector<double>{0.9}, v, 0.1, 0).has_value());
+}
+
+}  // namespace
+}  // namespace mtplx::engine

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Measures MTP acceptance and speedup of a model with mtplx itself, on held-out code.
+
+For each of --prompts snippets cut from the held-out code files (data/corpus/code.heldout.jsonl:
+whole files never seen in training), runs
+
+    mtplx run --raw SNIPPET --temperature 0.6 --top-p 0.95 --top-k 20 --depth D --json
+
+and pools the raw per-depth counts (proposed_by_depth / accepted_by_depth) over all runs:
+conditional acceptance at depth d = accepted_d / proposed_d. Then runs the same prompts with
+--no-mtp and reports decode tok/s of both (the speedup of speculation on this machine).
+
+Usage: measure_acceptance.py --model DIR [--mtplx build/bin/mtplx] [--prompts 24]
+       [--max-tokens 128] [--depths 1,2,3] [--threads 0] [--json-out FILE]
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def snippets(path, count, seed, max_chars):
+    """Cuts `count` prompts from the held-out files: a few lines ending at a line break,
+    starting at a random line of a random file."""
+    docs = [json.loads(line)["text"] for line in open(path, encoding="utf-8")]
+    rng = random.Random(seed)
+    out = []
+    while len(out) < count:
+        lines = rng.choice(docs).split("\n")
+        if len(lines) < 40:
+            continue
+        start = rng.randrange(0, len(lines) - 30)
+        text = "\n".join(lines[start:start + rng.randrange(6, 20)]) + "\n"
+        if text.strip():
+            out.append(text[-max_chars:])
+    return out
+
+
+def run(mtplx, model, prompt, extra, threads):
+    cmd = [mtplx, "run", "--raw", prompt, "--model", model, "--json", "--quiet",
+           "--threads", str(threads)] + extra
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"mtplx failed: {' '.join(cmd[:3])} ...: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--mtplx", default=os.path.join(REPO, "build", "bin", "mtplx"))
+    ap.add_argument("--heldout", default=os.path.join(HERE, "data", "corpus", "code.heldout.jsonl"))
+    ap.add_argument("--prompts", type=int, default=24)
+    ap.add_argument("--max-tokens", type=int, default=128)
+    ap.add_argument("--depths", default="1,2,3")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+
+    prompts = snippets(args.heldout, args.prompts, args.seed, 1500)
+    sampler = ["--temperature", "0.6", "--top-p", "0.95", "--top-k", "20",
+               "--max-tokens", str(args.max_tokens)]
+    report = {"model": args.model, "prompts": len(prompts), "max_tokens": args.max_tokens,
+              "sampler": {"temperature": 0.6, "top_p": 0.95, "top_k": 20}, "depths": {}}
+
+    def decode_rate(runs):
+        tokens = sum(r["stats"]["tokens"] for r in runs)
+        seconds = sum(r["stats"]["tokens"] / r["stats"]["tok_s"] for r in runs if r["stats"]["tok_s"] > 0)
+        return tokens / seconds if seconds else 0.0
+
+    plain = [run(args.mtplx, args.model, p, sampler + ["--no-mtp", "--seed", str(i)], args.threads)
+             for i, p in enumerate(prompts)]
+    report["plain_tok_s"] = decode_rate(plain)
+    print(f"plain decoding: {report['plain_tok_s']:.1f} tok/s over {len(prompts)} prompts", flush=True)
+    for depth in [int(d) for d in args.depths.split(",")]:
+        runs = [run(args.mtplx, args.model, p,
+                    sampler + ["--depth", str(depth), "--seed", str(i), "--skip-mtp-check"], args.threads)
+                for i, p in enumerate(prompts)]
+        proposed = [0] * depth
+        accepted = [0] * depth
+        cycles = 0
+        for r in runs:
+            st = r["stats"]
+            if st.get("mode") != "MTP":
+                sys.exit(f"speculation did not run: {r.get('notice', st)}")
+            for d in range(depth):
+                proposed[d] += st["proposed_by_depth"][d]
+                accepted[d] += st["accepted_by_depth"][d]
+            cycles += st["cycles"]
+        conditional = [a / p if p else 0.0 for a, p in zip(accepted, proposed)]
+        tokens = sum(r["stats"]["tokens"] for r in runs)
+        entry = {"acceptance_by_depth": conditional,
+                 "acceptance_unconditional": [a / cycles if cycles else 0.0 for a in accepted],
+                 "proposed_by_depth": proposed, "accepted_by_depth": accepted,
+                 "mean_tokens_per_cycle": tokens / cycles if cycles else 0.0,
+                 "tok_s": decode_rate(runs)}
+        entry["speedup_vs_plain"] = entry["tok_s"] / report["plain_tok_s"] if report["plain_tok_s"] else 0.0
+        report["depths"][str(depth)] = entry
+        print(f"depth {depth}: acceptance {', '.join(f'{a:.3f}' for a in conditional)} "
+              f"(counts {accepted}/{proposed}), {entry['mean_tokens_per_cycle']:.2f} tokens/cycle, "
+              f"{entry['tok_s']:.1f} tok/s = {entry['speedup_vs_plain']:.2f}x plain", flush=True)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
