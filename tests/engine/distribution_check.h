@@ -47,11 +47,22 @@ namespace mtplx::engine::distribution {
 constexpr int kJointTokens = 3;
 constexpr double kAlpha = 1e-3;
 
-inline std::unique_ptr<model::Model> LoadDenseTiny() {
+// The model and prompt under test: by default the synthetic dense-tiny with a 2-token prompt
+// (short: the synthetic forward pass dominates the run time).
+struct ModelUnderTest {
+  std::string model_dir;  // empty: synthetic dense-tiny
+  std::vector<int32_t> prompt = {17, 400};
+  int draft_head_bits = 0;
+};
+
+inline std::unique_ptr<model::Model> LoadModel(const ModelUnderTest& setup) {
   model::LoadOptions options;
   options.show_progress = false;
   options.threads = 1;
-  auto m = model::Model::Load(testing::SyntheticModel("dense-tiny"), options);
+  options.draft_head_bits = setup.draft_head_bits;
+  const std::string dir =
+      setup.model_dir.empty() ? testing::SyntheticModel("dense-tiny") : setup.model_dir;
+  auto m = model::Model::Load(dir, options);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return m.ok() ? std::move(m).value() : nullptr;
 }
@@ -59,9 +70,9 @@ inline std::unique_ptr<model::Model> LoadDenseTiny() {
 // T = 0.6, top-p 0.95, top-k 20; with `penalties` also presence -1.0 and frequency -0.5: negative
 // (allowed, OpenAI range [-2, 2]) so that repeats become ~12x MORE likely and common enough for
 // the token counts the engine keeps across verify rows to matter to the test.
-inline GenerateRequest BaseRequest(int max_tokens, bool penalties) {
+inline GenerateRequest BaseRequest(const ModelUnderTest& setup, int max_tokens, bool penalties) {
   GenerateRequest r;
-  r.prompt = {17, 400};  // short: the synthetic forward pass dominates the run time
+  r.prompt = setup.prompt;
   r.sampling.temperature = 0.6;
   r.sampling.top_p = 0.95;
   r.sampling.top_k = 20;
@@ -75,9 +86,10 @@ inline GenerateRequest BaseRequest(int max_tokens, bool penalties) {
 
 using Samples = std::vector<std::vector<int32_t>>;
 
-inline Samples RunPlain(const model::Model& m, int samples, int max_tokens, bool penalties) {
+inline Samples RunPlain(const model::Model& m, const ModelUnderTest& setup, int samples,
+                        int max_tokens, bool penalties) {
   Samples out;
-  GenerateRequest request = BaseRequest(max_tokens, penalties);
+  GenerateRequest request = BaseRequest(setup, max_tokens, penalties);
   for (int i = 0; i < samples; ++i) {
     request.seed = 1 + static_cast<uint64_t>(i);
     auto r = GeneratePlain(m, request, nullptr);
@@ -119,10 +131,11 @@ class Oracle {
   std::map<std::vector<int32_t>, int32_t> mode_;
 };
 
-inline Samples RunSpeculative(const model::Model& m, int samples, int max_tokens, bool penalties,
-                              int depth, const Oracle* oracle, SpecTotals* totals) {
+inline Samples RunSpeculative(const model::Model& m, const ModelUnderTest& setup, int samples,
+                              int max_tokens, bool penalties, int depth, const Oracle* oracle,
+                              SpecTotals* totals) {
   Samples out;
-  GenerateRequest request = BaseRequest(max_tokens, penalties);
+  GenerateRequest request = BaseRequest(setup, max_tokens, penalties);
   const int32_t vocab = static_cast<int32_t>(m.config().vocab_size);
   SplitMix64 proposal_rng(0);
   SpeculativeOptions options;
@@ -207,8 +220,9 @@ struct Scenario {
 
 // For each sampling setup (with / without penalties) runs plain decoding once, then every
 // scenario of that setup against it. Bonferroni over every test of every scenario.
-inline void CheckScenarios(int samples, const std::vector<Scenario>& scenarios) {
-  auto m = LoadDenseTiny();
+inline void CheckScenarios(int samples, const std::vector<Scenario>& scenarios,
+                           const ModelUnderTest& setup = {}) {
+  auto m = LoadModel(setup);
   ASSERT_TRUE(m);
   auto clock = std::chrono::steady_clock::now();
   auto lap = [&]() {
@@ -222,7 +236,7 @@ inline void CheckScenarios(int samples, const std::vector<Scenario>& scenarios) 
     for (const Scenario& s : scenarios)
       if (s.penalties == penalties) max_tokens = std::max(max_tokens, s.max_tokens);
     if (max_tokens == 0) continue;
-    const Samples plain_all = RunPlain(*m, samples, max_tokens, penalties);
+    const Samples plain_all = RunPlain(*m, setup, samples, max_tokens, penalties);
     ASSERT_EQ(static_cast<int>(plain_all.size()), samples);
     std::printf("plain%s: %d samples x %d tokens in %.1f s\n", penalties ? " (penalties)" : "",
                 samples, max_tokens, lap());
@@ -232,7 +246,7 @@ inline void CheckScenarios(int samples, const std::vector<Scenario>& scenarios) 
       Samples plain;
       for (const auto& p : plain_all) plain.emplace_back(p.begin(), p.begin() + s.max_tokens);
       SpecTotals totals;
-      const Samples spec = RunSpeculative(*m, samples, s.max_tokens, penalties, s.depth,
+      const Samples spec = RunSpeculative(*m, setup, samples, s.max_tokens, penalties, s.depth,
                                           s.oracle ? &oracle : nullptr, &totals);
       ASSERT_EQ(static_cast<int>(spec.size()), samples);
       for (const auto& x : spec) ASSERT_EQ(static_cast<int>(x.size()), s.max_tokens);

@@ -52,6 +52,8 @@ std::string MakeTempDir(const std::string& prefix) {
   return made;
 }
 
+std::string TrainedModelDir() { return SourceDir() + "/models/default"; }
+
 CommandOutcome RunMtplx(const std::string& args, bool merge_stderr) {
   const std::string command =
       BinaryDir() + "/bin/mtplx " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");

@@ -13,6 +13,8 @@ std::string BinaryDir();
 std::string TestDataPath(const std::string& relative);
 // ../shared/<relative> next to the checkout.
 std::string SharedPath(const std::string& relative);
+// The bundled trained model pack (models/default in the source tree).
+std::string TrainedModelDir();
 // A fresh empty directory under the system temp dir, removed at process exit.
 std::string MakeTempDir(const std::string& prefix);
 
