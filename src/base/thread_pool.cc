@@ -26,43 +26,64 @@ int ThreadPool::HardwareThreads() {
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = HardwareThreads();
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
-    generation_.fetch_add(1);
+    // A new (closed) generation wakes every worker, which then sees stop_.
+    state_.store(kClosed | ((Generation(state_.load()) + 1) << 32), std::memory_order_release);
   }
   wake_.notify_all();
   for (auto& worker : workers_) worker.join();
 }
 
-void ThreadPool::RunTask(int index) {
-  // Part `index` of job_parts_ covers a contiguous slice of grain-aligned blocks.
-  const int64_t blocks = (job_n_ + job_grain_ - 1) / job_grain_;
-  const int64_t first = blocks * index / job_parts_;
-  const int64_t last = blocks * (index + 1) / job_parts_;
-  const int64_t begin = first * job_grain_;
-  const int64_t end = std::min(job_n_, last * job_grain_);
-  if (begin < end) (*job_)(begin, end);
+void ThreadPool::RunChunks() {
+  for (int64_t chunk = next_chunk_.fetch_add(1, std::memory_order_relaxed); chunk < job_chunks_;
+       chunk = next_chunk_.fetch_add(1, std::memory_order_relaxed)) {
+    // Chunk c covers a contiguous slice of grain-aligned blocks.
+    const int64_t first = job_blocks_ * chunk / job_chunks_;
+    const int64_t last = job_blocks_ * (chunk + 1) / job_chunks_;
+    const int64_t begin = first * job_grain_;
+    const int64_t end = std::min(job_n_, last * job_grain_);
+    if (begin < end) (*job_)(begin, end);
+  }
 }
 
-void ThreadPool::WorkerLoop(int index) {
+bool ThreadPool::TryJoin(uint64_t state) {
+  if (state & kClosed) return false;
+  return state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel);
+}
+
+void ThreadPool::WorkerLoop() {
+  // Generation 0 is the pool's initial state, whenever this thread happens to start: a job or a
+  // shutdown published before it first runs is then still seen as new.
   uint64_t seen = 0;
   while (true) {
     // Spin briefly (decode issues many short loops back to back), then yield, then sleep.
-    for (int spin = 0; spin < 4000 && generation_.load(std::memory_order_acquire) == seen; ++spin)
-      WaitStep(spin);
-    if (generation_.load(std::memory_order_acquire) == seen) {
+    // Sequentially consistent with the caller's publish / sleepers_ check (a store-load pair on
+    // each side): a worker going to sleep either sees the new job or gets notified.
+    auto fresh = [&] { return Generation(state_.load()) != seen; };
+    for (int spin = 0; spin < 4000 && !fresh(); ++spin) WaitStep(spin);
+    if (!fresh()) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, fresh);
+      sleepers_.fetch_sub(1);
     }
-    seen = generation_.load(std::memory_order_acquire);
+    uint64_t state = state_.load(std::memory_order_acquire);
+    seen = Generation(state);
     if (stop_) return;
-    if (index < job_parts_) RunTask(index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    // Join the job if it is still open; a job that closed meanwhile was finished by others.
+    while (Generation(state) == seen && !TryJoin(state)) {
+      if (state & kClosed) break;
+      state = state_.load(std::memory_order_acquire);
+    }
+    if (Generation(state) != seen || (state & kClosed)) continue;
+    RunChunks();
+    state_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -75,18 +96,27 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  {
+  // The previous job is closed with nobody inside, so its fields are free to overwrite.
+  job_ = &fn;
+  job_n_ = n;
+  job_grain_ = grain;
+  job_blocks_ = blocks;
+  // A few chunks per thread balance the load when a thread is slow or absent.
+  job_chunks_ = std::min<int64_t>(blocks, 4 * static_cast<int64_t>(size()));
+  next_chunk_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = Generation(state_.load(std::memory_order_relaxed)) + 1;
+  state_.store(generation << 32);  // open, nobody inside
+  if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    job_grain_ = grain;
-    job_parts_ = static_cast<int>(std::min<int64_t>(blocks, size()));
-    pending_.store(static_cast<int>(workers_.size()), std::memory_order_release);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
+    wake_.notify_all();
   }
-  wake_.notify_all();
-  RunTask(0);
-  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) WaitStep(spin);
+  RunChunks();
+  // Close the job, then wait for the workers still inside (each finishing a chunk it claimed).
+  uint64_t state = state_.load(std::memory_order_acquire);
+  while (!state_.compare_exchange_weak(state, state | kClosed, std::memory_order_acq_rel)) {
+  }
+  for (int spin = 0; (state_.load(std::memory_order_acquire) & kActiveMask) != 0; ++spin)
+    WaitStep(spin);
 }
 
 }  // namespace mtplx

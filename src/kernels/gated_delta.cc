@@ -34,20 +34,29 @@ void RecurrentHead(const HeadView& h, int64_t tokens, float* s, float* out, floa
     const float* k = h.k(t);
     const float* q = h.q(t);
     const float* v = h.v(t);
-    for (int64_t i = 0; i < dk * dv; ++i) s[i] *= alpha;
-    // m = S^T k, accumulated over d in order.
+    // Two passes over the state instead of four (decay fused with m = S^T k, the rank-1 update
+    // fused with o = S^T q); each value still sees the same operations in the same order as the
+    // reference definition, so the results are unchanged.
     std::fill(delta.begin(), delta.end(), 0.0f);
-    for (int64_t d = 0; d < dk; ++d)
-      for (int64_t c = 0; c < dv; ++c) delta[c] += s[d * dv + c] * k[d];
+    for (int64_t d = 0; d < dk; ++d) {
+      float* row = s + d * dv;
+      for (int64_t c = 0; c < dv; ++c) {
+        row[c] *= alpha;
+        delta[c] += row[c] * k[d];
+      }
+    }
     for (int64_t c = 0; c < dv; ++c) delta[c] = beta * (v[c] - delta[c]);
     if (delta_out)
       std::copy(delta.begin(), delta.end(), delta_out + (t * h.dims.value_heads + h.head) * dv);
-    for (int64_t d = 0; d < dk; ++d)
-      for (int64_t c = 0; c < dv; ++c) s[d * dv + c] += k[d] * delta[c];
     float* o = out + (t * h.dims.value_heads + h.head) * dv;
     std::fill(o, o + dv, 0.0f);
-    for (int64_t d = 0; d < dk; ++d)
-      for (int64_t c = 0; c < dv; ++c) o[c] += s[d * dv + c] * q[d];
+    for (int64_t d = 0; d < dk; ++d) {
+      float* row = s + d * dv;
+      for (int64_t c = 0; c < dv; ++c) {
+        row[c] += k[d] * delta[c];
+        o[c] += row[c] * q[d];
+      }
+    }
   }
 }
 

@@ -66,7 +66,7 @@ def main():
     prompts = snippets(args.heldout, args.prompts, args.seed, 1500)
     sampler = ["--temperature", "0.6", "--top-p", "0.95", "--top-k", "20",
                "--max-tokens", str(args.max_tokens)]
-    report = {"model": args.model, "prompts": len(prompts), "max_tokens": args.max_tokens,
+    report = {"command": "tools/train/measure_acceptance.py " + " ".join(sys.argv[1:]), "model": args.model, "prompts": len(prompts), "max_tokens": args.max_tokens,
               "sampler": {"temperature": 0.6, "top_p": 0.95, "top_k": 20}, "depths": {}}
 
     def decode_rate(runs):

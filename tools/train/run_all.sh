@@ -6,7 +6,9 @@
 #
 # Environment:
 #   PYTHON         Python with torch, transformers 5.x, tokenizers, safetensors (default /opt/mtplx-py/bin/python)
-#   STAGES         space-separated subset of: corpus tokenizer encode build train verify (default: all)
+#   STAGES         space-separated subset of: corpus tokenizer encode build train verify pack
+#                  (default: all; pack converts runs/RUN/hf into models/default with `mtplx convert`,
+#                  measures MTP acceptance with mtplx and writes models/default/MODEL_CARD.md)
 #   NICE           niceness for the heavy steps (default 15)
 #   THREADS        torch threads (default 2)
 # Outputs (all git-ignored): tools/train/data/{raw,corpus,tokenizer,tokens}, tools/train/runs/RUN_NAME/
@@ -18,7 +20,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 RUN="${1:-main}"
 shift || true
 PYTHON="${PYTHON:-/opt/mtplx-py/bin/python}"
-STAGES="${STAGES:-corpus tokenizer encode build train verify}"
+STAGES="${STAGES:-corpus tokenizer encode build train verify pack}"
 NICE="${NICE:-15}"
 THREADS="${THREADS:-2}"
 N="nice -n $NICE"
@@ -54,5 +56,13 @@ if has verify; then
   say "verify runs/$RUN/hf against transformers and mtplx"
   $N "$PYTHON" "$HERE/verify_export.py" "$HERE/runs/$RUN/hf" --threads "$THREADS" \
     --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/verify.json"
+fi
+if has pack; then
+  say "pack runs/$RUN/hf -> models/default (convert, acceptance, model card)"
+  "$REPO/build-train/bin/mtplx" convert "$HERE/runs/$RUN/hf" "$REPO/models/default" --force \
+    --mtp-depth 2
+  $N "$PYTHON" "$HERE/measure_acceptance.py" --model "$REPO/models/default" \
+    --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/acceptance.json"
+  "$PYTHON" "$HERE/write_model_card.py" --run "$RUN" --pack "$REPO/models/default"
 fi
 say "done"
