@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,12 @@ Outcome Mtplx(const std::string& args, bool merge_stderr = true) {
 TEST(CliTest, RunOnTheDefaultModelPrintsTextAndStats) {
   const Outcome o = Mtplx("run \"Write a haiku about autumn\" --max-tokens 12 --seed 1");
   EXPECT_EQ(o.exit_code, 0) << o.output;
-  EXPECT_NE(o.output.find("[mtplx] mode=AR depth=0 tokens=12 tok/s="), std::string::npos)
+  // AR or MTP depending on the bundled model (the trained one speculates; a synthetic one fails
+  // the MTP check); at most 12 tokens (the reply may end sooner).
+  EXPECT_TRUE(std::regex_search(
+      o.output, std::regex(R"(\[mtplx\] mode=(AR depth=0|MTP depth=[1-4]) tokens=([0-9]|1[0-2]) )"
+                           R"(tok/s=[0-9.]+ prefill_tok/s=[0-9.]+)")))
       << o.output;
-  EXPECT_NE(o.output.find("prefill_tok/s="), std::string::npos);
 }
 
 TEST(CliTest, RunJsonHasTextTokensAndStats) {
@@ -35,8 +39,9 @@ TEST(CliTest, RunJsonHasTextTokensAndStats) {
   const auto j = nlohmann::json::parse(o.output, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << o.output;
   EXPECT_TRUE(j["text"].is_string());
-  EXPECT_EQ(j["token_ids"].size(), 5u);
-  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_GE(j["token_ids"].size(), 1u);
+  EXPECT_LE(j["token_ids"].size(), 5u);
+  EXPECT_EQ(j["finish_reason"], j["token_ids"].size() == 5u ? "length" : "stop");
   for (const char* key : {"mode", "depth", "tokens", "tok_s", "prefill_tok_s"})
     EXPECT_TRUE(j["stats"].contains(key)) << key;
 }
@@ -111,7 +116,7 @@ TEST(CliTest, ChatKeepsHistoryAndHandlesCommands) {
   while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
   EXPECT_EQ(pclose(pipe), 0) << output;
   EXPECT_NE(output.find("mtplx chat:"), std::string::npos) << output;
-  EXPECT_NE(output.find("\"mode\":\"AR\""), std::string::npos) << output;   // /stats
+  EXPECT_NE(output.find("\"mode\":\""), std::string::npos) << output;       // /stats
   EXPECT_NE(output.find("(plain decoding)"), std::string::npos) << output;  // /mtp off
   EXPECT_NE(output.find("unknown command"), std::string::npos) << output;
   EXPECT_NE(output.find("(conversation cleared)"), std::string::npos) << output;
@@ -140,8 +145,10 @@ TEST(CliTest, InvalidUtf8PromptIsRefused) {
 
 TEST(CliTest, PromptLongerThanTheContextWindowIsRefused) {
   std::string prompt;
-  for (int i = 0; i < 3000; ++i) prompt += "lorem ipsum ";  // > 4096 tokens for the tiny model
-  const Outcome o = MtplxWithStdin("run - --no-mtp", prompt);
+  for (int i = 0; i < 3000; ++i) prompt += "lorem ipsum ";  // > 4096 tokens for dense-tiny
+  // The synthetic dense-tiny the build writes (context window 4096), not the bundled model.
+  const std::string model = testing::BinaryDir() + "/models/default";
+  const Outcome o = MtplxWithStdin("run - --no-mtp --model " + model, prompt);
   EXPECT_NE(o.exit_code, 0);
   EXPECT_NE(o.output.find("context window"), std::string::npos) << o.output;
   EXPECT_EQ(o.output.find("internal error"), std::string::npos);

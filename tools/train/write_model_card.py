@@ -58,6 +58,19 @@ def acceptance_section(acc):
     for depth, e in sorted(acc["depths"].items(), key=lambda kv: int(kv[0])):
         lines.append(f"| {depth} | {', '.join(f'{a:.3f}' for a in e['acceptance_by_depth'])} | "
                      f"{e['mean_tokens_per_cycle']:.2f} | {e['tok_s']:.1f} | {e['speedup_vs_plain']:.2f}x |")
+    best = max(e["speedup_vs_plain"] for e in acc["depths"].values())
+    if best < 1.0:
+        lines.append("")
+        lines.append(
+            "**Speculation does not pay on this model yet.** The head drafts well (acceptance above), but "
+            "the whole model is 20 MB and decoding it is bound by computation per row, not by reading "
+            "weights: a verify forward of K + 1 rows costs far more than one row (`mtplx bench`: v(2) "
+            "about 1.4-1.6), and a draft step costs about a quarter of a trunk step (one decoder layer "
+            "plus the 8K-vocabulary head against eight layers). `mtplx run` still speculates at the "
+            "pack's depth 2 (the output is exact either way); `--no-mtp` is faster on this model until "
+            "`mtplx tune`, which keeps a depth only where it beats plain decoding, picks for you. On "
+            "multi-gigabyte models, where "
+            "decoding streams weights from memory, extra verify rows are cheap (see docs/performance.md).")
     lines.append("")
     lines.append(f"Command: `{acc.get('command', 'tools/train/measure_acceptance.py --model models/default')}`. "
                  "Decode speeds come from one shared 2-core machine and drift between runs; the ratios "
