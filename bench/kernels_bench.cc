@@ -49,20 +49,24 @@ BenchMatrix Make(int64_t rows, int64_t cols, int bits) {
 // Args: bits (0 = bf16), rows of activations M, activations (0 = f32, 1 = int8). The matrix
 // (16384 x 4096, an FFN projection of a 4B-class model) is larger than the L3 cache, so the
 // weights stream from memory as they do in decoding.
-void BM_MatMul(benchmark::State& state) {
+// Times MatMul on a rows x 4096 matrix for the benchmark's args; returns its storage bytes.
+uint64_t TimeMatMul(benchmark::State& state, int64_t rows, ThreadPool* pool) {
   const int bits = static_cast<int>(state.range(0));
-  const int64_t m_rows = state.range(1);
+  const int64_t m_rows = state.range(1), cols = 4096;
   const Activations activations = state.range(2) ? Activations::kInt8 : Activations::kF32;
-  const int64_t rows = 16384, cols = 4096;
   BenchMatrix w = Make(rows, cols, bits);
   std::vector<float> x(m_rows * cols, 0.5f), y(m_rows * rows);
-  ThreadPool pool;
   for (auto _ : state) {
-    MatMul(w.m, x.data(), m_rows, y.data(), &pool, activations);
+    MatMul(w.m, x.data(), m_rows, y.data(), pool, activations);
     benchmark::DoNotOptimize(y.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(w.m.StorageBytes()));
+  return w.m.StorageBytes();
+}
+
+void BM_MatMul(benchmark::State& state) {
+  ThreadPool pool;
+  const uint64_t bytes = TimeMatMul(state, 16384, &pool);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
 }
 BENCHMARK(BM_MatMul)
     ->ArgsProduct({{0, 4, 6, 8}, {1, 2, 4, 8}, {0, 1}})
@@ -72,17 +76,8 @@ BENCHMARK(BM_MatMul)
 // The same kernels on one thread over a matrix that stays in L2/L3 (1024 x 4096): compute cost
 // per weight without DRAM stalls. Args as BM_MatMul.
 void BM_MatMulInCache(benchmark::State& state) {
-  const int bits = static_cast<int>(state.range(0));
-  const int64_t m_rows = state.range(1);
-  const Activations activations = state.range(2) ? Activations::kInt8 : Activations::kF32;
-  const int64_t rows = 1024, cols = 4096;
-  BenchMatrix w = Make(rows, cols, bits);
-  std::vector<float> x(m_rows * cols, 0.5f), y(m_rows * rows);
-  for (auto _ : state) {
-    MatMul(w.m, x.data(), m_rows, y.data(), nullptr, activations);
-    benchmark::DoNotOptimize(y.data());
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * rows * cols);
+  TimeMatMul(state, 1024, nullptr);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 1024 * 4096);
 }
 BENCHMARK(BM_MatMulInCache)
     ->ArgsProduct({{0, 4, 6, 8}, {1, 2, 4, 8}, {0, 1}})

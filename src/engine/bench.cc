@@ -183,12 +183,11 @@ Result<double> BenchRun::PrefillSeconds(int64_t tokens) {
   return SecondsPerCall(
       0.0, 1, [&](int64_t) { state = model_.NewState(); },
       [&](int64_t) -> Status {
-        for (int64_t begin = 0; begin < tokens - 1; begin += kPrefillChunk) {
-          const int64_t count = std::min(kPrefillChunk, tokens - 1 - begin);
+        for (const RowRange& r : PrefillPartition(0, tokens)) {
           MTPLX_RETURN_IF_ERROR(model_.Forward(
-              *state, std::span<const int32_t>(prompt.data() + begin, count), body, &out));
+              *state, std::span<const int32_t>(prompt.data() + r.begin, r.count), body, &out));
         }
-        return model_.Forward(*state, std::span<const int32_t>(&prompt[tokens - 1], 1), body, &out);
+        return Status::Ok();
       });
 }
 

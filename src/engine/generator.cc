@@ -16,18 +16,27 @@ Result<std::vector<float>> Prefill(const model::Model& model, state::SequenceSta
   model::ForwardOptions body;
   body.all_logits = false;
   model::ForwardOutput out;
-  const int64_t n = static_cast<int64_t>(prompt.size());
-  for (int64_t begin = start; begin < n - 1; begin += kPrefillChunk) {
-    const int64_t count = std::min(kPrefillChunk, n - 1 - begin);
-    MTPLX_RETURN_IF_ERROR(
-        model.Forward(state, std::span<const int32_t>(prompt.data() + begin, count), body, &out));
+  for (const RowRange& r : PrefillPartition(start, static_cast<int64_t>(prompt.size()))) {
+    MTPLX_RETURN_IF_ERROR(model.Forward(
+        state, std::span<const int32_t>(prompt.data() + r.begin, r.count), body, &out));
   }
-  MTPLX_RETURN_IF_ERROR(
-      model.Forward(state, std::span<const int32_t>(prompt.data() + n - 1, 1), body, &out));
   return std::move(out.logits);
 }
 
 }  // namespace
+
+std::vector<RowRange> ChunkRows(int64_t begin, int64_t end) {
+  std::vector<RowRange> chunks;
+  for (int64_t at = begin; at < end; at += kPrefillChunk)
+    chunks.push_back({at, std::min(kPrefillChunk, end - at)});
+  return chunks;
+}
+
+std::vector<RowRange> PrefillPartition(int64_t start, int64_t n) {
+  std::vector<RowRange> parts = ChunkRows(start, n - 1);
+  parts.push_back({n - 1, 1});
+  return parts;
+}
 
 double GenerateStats::DecodeTokensPerSecond() const {
   return decode_seconds > 0 ? static_cast<double>(completion_tokens) / decode_seconds : 0.0;

@@ -18,6 +18,20 @@ namespace mtplx::engine {
 // Prompt rows per Forward call while prefilling.
 inline constexpr int64_t kPrefillChunk = 512;
 
+// A run of consecutive rows [begin, begin + count).
+struct RowRange {
+  int64_t begin = 0;
+  int64_t count = 0;
+};
+
+// Rows [begin, end) cut into chunks of kPrefillChunk.
+std::vector<RowRange> ChunkRows(int64_t begin, int64_t end);
+
+// The prefill partition plain and speculative generation share, so that greedy outputs cannot
+// diverge at near-ties: rows [start, n - 1) in chunks, then the last row alone (its logits start
+// decoding). n > start.
+std::vector<RowRange> PrefillPartition(int64_t start, int64_t n);
+
 struct GenerateRequest {
   std::vector<int32_t> prompt;
   sample::SamplingParams sampling;

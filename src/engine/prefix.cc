@@ -38,8 +38,7 @@ Result<PrefixState> BuildPrefix(const model::Model& model, std::span<const int32
   body.no_logits = true;
   model::ForwardOutput out;
   const int64_t h = model.config().hidden_size;
-  for (int64_t begin = 0; begin < n; begin += kPrefillChunk) {
-    const int64_t count = std::min(kPrefillChunk, n - begin);
+  for (const auto [begin, count] : ChunkRows(0, n)) {
     MTPLX_RETURN_IF_ERROR(model.Forward(*trunk, tokens.subspan(begin, count), body, &out));
     const std::vector<float>& hidden = options.pre_norm_hidden ? out.pre_norm_hidden : out.hidden;
     if (mtp) {

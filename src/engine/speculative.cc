@@ -114,16 +114,14 @@ Status SpeculativeRun::Prefill() {
   model::ForwardOptions body;
   body.all_logits = false;
   model::ForwardOutput out;
-  for (int64_t begin = start; begin < n - 1; begin += kPrefillChunk) {
-    const int64_t count = std::min(kPrefillChunk, n - 1 - begin);
-    body.no_logits = true;
+  for (const RowRange& part : PrefillPartition(start, n)) {
+    const bool last = part.begin == n - 1;
+    body.no_logits = !last;
     MTPLX_RETURN_IF_ERROR(model_.Forward(
-        *trunk_, std::span<const int32_t>(prompt.data() + begin, count), body, &out));
-    for (int64_t r = 0; r < count; ++r) AddMtpPair(Hidden(out, r), prompt[begin + r + 1]);
+        *trunk_, std::span<const int32_t>(prompt.data() + part.begin, part.count), body, &out));
+    if (last) break;
+    for (int64_t r = 0; r < part.count; ++r) AddMtpPair(Hidden(out, r), prompt[part.begin + r + 1]);
   }
-  body.no_logits = false;
-  MTPLX_RETURN_IF_ERROR(
-      model_.Forward(*trunk_, std::span<const int32_t>(prompt.data() + n - 1, 1), body, &out));
   last_logits_ = out.logits;
   last_hidden_.assign(Hidden(out, 0), Hidden(out, 0) + hidden_size_);
   return Status::Ok();
