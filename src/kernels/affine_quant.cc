@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/float16.h"
+#include "kernels/panels.h"
 
 namespace mtplx::kernels {
 namespace {
@@ -38,6 +39,17 @@ void PutCode(uint32_t* words, int64_t k, int bits, uint32_t code) {
   const uint32_t shift = bit & 31u;
   words[word] |= code << shift;
   if (shift + bits > 32) words[word + 1] |= code >> (32 - shift);
+}
+
+void DequantizePanelledRow(const Matrix& m, int64_t r, float* out) {
+  const AffineQuant& q = m.quant;
+  for (int64_t g = 0; g < m.GroupsPerRow(); ++g) {
+    const int64_t at = ScaleIndex(m, r, g);
+    const float scale = LoadScalar(q.scales, at, q.scale_dtype);
+    const float bias = LoadScalar(q.biases, at, q.scale_dtype);
+    for (int64_t k = g * q.group_size; k < (g + 1) * q.group_size; ++k)
+      out[k] = scale * static_cast<float>(CodeAt(m, r, k)) + bias;
+  }
 }
 
 }  // namespace
@@ -111,6 +123,10 @@ void DequantizeRow(const Matrix& m, int64_t r, float* out) {
     return;
   }
   const AffineQuant& q = m.quant;
+  if (q.panels) {
+    DequantizePanelledRow(m, r, out);
+    return;
+  }
   const uint32_t* words = q.packed + r * m.PackedWordsPerRow();
   const int64_t groups = m.GroupsPerRow();
   for (int64_t g = 0; g < groups; ++g) {

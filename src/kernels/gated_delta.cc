@@ -7,6 +7,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/simd.h"
 
 namespace mtplx::kernels {
 namespace {
@@ -25,44 +26,68 @@ struct HeadView {
   float beta(int64_t t) const { return in.beta[t * dims.value_heads + head]; }
 };
 
+// The two fused passes of one recurrent step over the dk x dv state (restrict-qualified so that
+// the loops over c vectorize).
+MTPLX_TARGET_CLONES void DecayAndProject(float alpha, const float* __restrict k, int64_t dk,
+                                         int64_t dv, float* __restrict s, float* __restrict delta) {
+  for (int64_t c = 0; c < dv; ++c) delta[c] = 0.0f;
+  for (int64_t d = 0; d < dk; ++d) {
+    float* __restrict row = s + d * dv;
+    const float kd = k[d];
+    for (int64_t c = 0; c < dv; ++c) {
+      row[c] *= alpha;
+      delta[c] += row[c] * kd;
+    }
+  }
+}
+
+MTPLX_TARGET_CLONES void UpdateAndRead(const float* __restrict k, const float* __restrict q,
+                                       const float* __restrict delta, int64_t dk, int64_t dv,
+                                       float* __restrict s, float* __restrict o) {
+  for (int64_t c = 0; c < dv; ++c) o[c] = 0.0f;
+  for (int64_t d = 0; d < dk; ++d) {
+    float* __restrict row = s + d * dv;
+    const float kd = k[d], qd = q[d];
+    for (int64_t c = 0; c < dv; ++c) {
+      row[c] += kd * delta[c];
+      o[c] += row[c] * qd;
+    }
+  }
+}
+
 void RecurrentHead(const HeadView& h, int64_t tokens, float* s, float* out, float* delta_out) {
   const int64_t dk = h.dims.key_dim, dv = h.dims.value_dim;
   std::vector<float> delta(dv);
   for (int64_t t = 0; t < tokens; ++t) {
     const float alpha = std::exp(h.g(t));
     const float beta = h.beta(t);
-    const float* k = h.k(t);
-    const float* q = h.q(t);
     const float* v = h.v(t);
     // Two passes over the state instead of four (decay fused with m = S^T k, the rank-1 update
     // fused with o = S^T q); each value still sees the same operations in the same order as the
     // reference definition, so the results are unchanged.
-    std::fill(delta.begin(), delta.end(), 0.0f);
-    for (int64_t d = 0; d < dk; ++d) {
-      float* row = s + d * dv;
-      for (int64_t c = 0; c < dv; ++c) {
-        row[c] *= alpha;
-        delta[c] += row[c] * k[d];
-      }
-    }
+    DecayAndProject(alpha, h.k(t), dk, dv, s, delta.data());
     for (int64_t c = 0; c < dv; ++c) delta[c] = beta * (v[c] - delta[c]);
     if (delta_out)
       std::copy(delta.begin(), delta.end(), delta_out + (t * h.dims.value_heads + h.head) * dv);
-    float* o = out + (t * h.dims.value_heads + h.head) * dv;
-    std::fill(o, o + dv, 0.0f);
-    for (int64_t d = 0; d < dk; ++d) {
-      float* row = s + d * dv;
-      for (int64_t c = 0; c < dv; ++c) {
-        row[c] += k[d] * delta[c];
-        o[c] += row[c] * q[d];
-      }
-    }
+    UpdateAndRead(h.k(t), h.q(t), delta.data(), dk, dv, s,
+                  out + (t * h.dims.value_heads + h.head) * dv);
+  }
+}
+
+// S <- alpha S + k delta^T, as RecurrentHead applies it.
+MTPLX_TARGET_CLONES void ReplayStep(float alpha, const float* __restrict k,
+                                    const float* __restrict delta, int64_t dk, int64_t dv,
+                                    float* __restrict s) {
+  for (int64_t i = 0; i < dk * dv; ++i) s[i] *= alpha;
+  for (int64_t d = 0; d < dk; ++d) {
+    const float kd = k[d];
+    for (int64_t c = 0; c < dv; ++c) s[d * dv + c] += kd * delta[c];
   }
 }
 
 // One chunk of n <= C tokens starting at t0 for one head; see gated_delta.h and
 // docs/architecture.md for the algebra.
-void ChunkHead(const HeadView& h, int64_t t0, int64_t n, float* s, float* out) {
+MTPLX_TARGET_CLONES void ChunkHead(const HeadView& h, int64_t t0, int64_t n, float* s, float* out) {
   const int64_t dk = h.dims.key_dim, dv = h.dims.value_dim;
   std::vector<float> G(n), L(n * n, 0.0f), U(n * dv), W(n * dk), vp(n * dv);
   float acc = 0.0f;
@@ -152,10 +177,7 @@ void GdnReplay(const GdnDims& dims, int64_t tokens, const float* keys, const flo
     for (int64_t t = 0; t < tokens; ++t) {
       const float alpha = std::exp(log_decay[t * dims.value_heads + h]);
       const float* k = keys + (t * dims.key_heads + h / ratio) * dk;
-      const float* delta = deltas + (t * dims.value_heads + h) * dv;
-      for (int64_t i = 0; i < dk * dv; ++i) s[i] *= alpha;
-      for (int64_t d = 0; d < dk; ++d)
-        for (int64_t c = 0; c < dv; ++c) s[d * dv + c] += k[d] * delta[c];
+      ReplayStep(alpha, k, deltas + (t * dims.value_heads + h) * dv, dk, dv, s);
     }
   });
 }
@@ -171,6 +193,22 @@ void GdnChunked(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float*
   });
 }
 
+namespace {
+
+// out[c] = silu(sum_j taps[j][c] * rows[j][c]), j = 0..kernel-1 in order (vectorized over c).
+MTPLX_TARGET_CLONES void ConvRow(const float* const* rows, const float* __restrict taps,
+                                 int64_t kernel, int64_t channels, float* __restrict out) {
+  for (int64_t c = 0; c < channels; ++c) out[c] = 0.0f;
+  for (int64_t j = 0; j < kernel; ++j) {
+    const float* __restrict row = rows[j];
+    const float* __restrict tap = taps + j * channels;
+    for (int64_t c = 0; c < channels; ++c) out[c] += tap[c] * row[c];
+  }
+  for (int64_t c = 0; c < channels; ++c) out[c] = SiluScalar(out[c]);
+}
+
+}  // namespace
+
 void CausalConvSilu(const float* x, int64_t tokens, int64_t channels, const float* weight,
                     int64_t kernel, float* window, float* out) {
   const int64_t history = kernel - 1;
@@ -178,13 +216,14 @@ void CausalConvSilu(const float* x, int64_t tokens, int64_t channels, const floa
   auto input_row = [&](int64_t r) -> const float* {
     return r < history ? window + r * channels : x + (r - history) * channels;
   };
+  // The weights tap-major ([kernel, channels]) so the loops run along channels.
+  std::vector<float> taps(kernel * channels);
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t j = 0; j < kernel; ++j) taps[j * channels + c] = weight[c * kernel + j];
+  std::vector<const float*> rows(kernel);
   for (int64_t t = 0; t < tokens; ++t) {
-    float* o = out + t * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      float sum = 0.0f;
-      for (int64_t j = 0; j < kernel; ++j) sum += weight[c * kernel + j] * input_row(t + j)[c];
-      o[c] = SiluScalar(sum);
-    }
+    for (int64_t j = 0; j < kernel; ++j) rows[j] = input_row(t + j);
+    ConvRow(rows.data(), taps.data(), kernel, channels, out + t * channels);
   }
   // Keep the last K-1 inputs as the new window.
   std::vector<float> next(history * channels);

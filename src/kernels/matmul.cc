@@ -7,18 +7,11 @@
 #include "base/float16.h"
 #include "kernels/affine_quant.h"
 #include "kernels/matmul_avx512.h"
+#include "kernels/panels.h"
+#include "kernels/simd.h"
 
 namespace mtplx::kernels {
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__)
-// Each clone computes the same operations in the same order (no FMA contraction), so results
-// are identical whichever one the CPU runs.
-#define MTPLX_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define MTPLX_TARGET_CLONES
-#endif
 
 constexpr int kLanes = 16;
 
@@ -148,16 +141,40 @@ void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, floa
   act.groups = w.GroupsPerRow();
   act.x = x;
   act.group_sums = sums.data();
-  std::vector<int8_t> x8;
+  std::vector<int8_t> x8, x8_columns;
   std::vector<float> steps;
   const bool int8 = activations == Activations::kInt8;
+  const int64_t panelled = PanelledRows(w);
   if (int8) {
     act.x8_stride = avx512::X8Stride(w.cols);
-    x8.resize(m_rows * act.x8_stride);
     steps.resize(m_rows * act.groups);
-    avx512::QuantizeActivations(x, m_rows, w.cols, w.quant.group_size, x8.data(), steps.data());
-    act.x8 = x8.data();
+    if (panelled < w.rows) {
+      x8.resize(m_rows * act.x8_stride);
+      avx512::QuantizeActivations(x, m_rows, w.cols, w.quant.group_size, x8.data(), steps.data());
+      act.x8 = x8.data();
+    }
+    if (panelled > 0) {
+      x8_columns.resize(m_rows * act.x8_stride);
+      avx512::QuantizeActivations(x, m_rows, w.cols, w.quant.group_size, x8_columns.data(),
+                                  steps.data(), /*interleaved=*/false);
+      act.x8_columns = x8_columns.data();
+    }
     act.steps = steps.data();
+  }
+  if (panelled > 0) {
+    const int64_t panels = panelled / kPanelRows;
+    auto run = [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p)
+        avx512::PanelInt8(w, p, act, y + p * kPanelRows, w.rows);
+    };
+    if (pool && w.rows * w.cols * m_rows >= kMinParallelWork) {
+      pool->ParallelFor(panels, 1, run);
+    } else {
+      run(0, panels);
+    }
+    // The rows after the last whole panel keep the MLX layout.
+    for (int64_t n = panelled; n < w.rows; ++n) avx512::QuantRowInt8(w, n, act, y + n, w.rows);
+    return;
   }
   ForEachRow(w, m_rows, pool, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
@@ -196,7 +213,7 @@ void DenseMatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, Thre
     std::vector<float> row(cols);
     for (int64_t n = begin; n < end; ++n) {
       const float* weights = row.data();
-      if (w.dtype == DType::kF32) {
+      if (!w.quantized && w.dtype == DType::kF32) {
         weights = static_cast<const float*>(w.data) + n * cols;
       } else {
         DequantizeRow(w, n, row.data());
@@ -227,6 +244,8 @@ void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPoo
     } else {
       DenseMatMul(w, x, m_rows, y, pool);
     }
+  } else if (w.quant.panels && !(Avx512KernelsAvailable() && activations == Activations::kInt8)) {
+    DenseMatMul(w, x, m_rows, y, pool);  // panels are for the int8 kernel; this path dequantizes
   } else if (Avx512KernelsAvailable()) {
     QuantizedMatMulAvx512(w, x, m_rows, y, pool, activations);
   } else {
@@ -235,12 +254,14 @@ void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPoo
 }
 
 void MatMulPortable(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {
-  if (w.quantized) {
+  if (w.quantized && !w.quant.panels) {
     QuantizedMatMulPortable(w, x, m_rows, y, pool);
   } else {
     DenseMatMul(w, x, m_rows, y, pool);
   }
 }
+
+bool PanelKernelAvailable() { return Avx512KernelsAvailable(); }
 
 const char* QuantKernelName() { return Avx512KernelsAvailable() ? "avx512-vnni" : "portable"; }
 

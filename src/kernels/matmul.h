@@ -30,6 +30,11 @@ void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPoo
 // so tests can check it on any machine.
 void MatMulPortable(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool);
 
+// True when MatMul runs panelled matrices (kernels/panels.h) through the int8 panel kernel. Any
+// other path dequantizes them row by row, so repack only when this holds and activations are
+// kInt8.
+bool PanelKernelAvailable();
+
 // Name of the quantized-matmul kernel family this CPU runs ("avx512-vnni" or "portable").
 const char* QuantKernelName();
 

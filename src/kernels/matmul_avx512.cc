@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/check.h"
 
@@ -35,8 +36,8 @@ inline int64_t X8Position(int64_t g, int k, int64_t groups, int group_size) {
 
 }  // namespace
 
-void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
-                         float* steps) {
+void QuantizeActivationsPortable(const float* x, int64_t rows, int64_t cols, int group_size,
+                                 int8_t* x8, float* steps, bool interleaved) {
   const int64_t stride = X8Stride(cols), groups = cols / group_size;
   for (int64_t m = 0; m < rows; ++m) {
     int8_t* out = x8 + m * stride;
@@ -48,7 +49,7 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_s
       const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
       steps[m * groups + g] = amax / 127.0f;
       for (int k = 0; k < group_size; ++k) {
-        out[X8Position(g, k, groups, group_size)] =
+        out[interleaved ? X8Position(g, k, groups, group_size) : g * group_size + k] =
             static_cast<int8_t>(std::lrintf(xg[k] * inverse));
       }
     }
@@ -64,6 +65,43 @@ bool Supported() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
          __builtin_cpu_supports("avx512vbmi");
+}
+
+namespace {
+
+// The same values as QuantizeActivationsPortable: max is exact in any order, and cvtps_epi32
+// rounds to nearest even like lrintf in the default rounding mode.
+MTPLX_AVX512 void QuantizeActivationsAvx512(const float* x, int64_t rows, int64_t cols,
+                                            int group_size, int8_t* x8, float* steps,
+                                            bool interleaved) {
+  const int64_t stride = X8Stride(cols), groups = cols / group_size;
+  for (int64_t m = 0; m < rows; ++m) {
+    int8_t* out = x8 + m * stride;
+    std::fill(out + cols, out + stride, int8_t{0});
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* xg = x + m * cols + g * group_size;
+      __m512 amax = _mm512_setzero_ps();
+      for (int k = 0; k < group_size; k += 16)
+        amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(xg + k)));
+      const float top = _mm512_reduce_max_ps(amax);
+      const __m512 inverse = _mm512_set1_ps(top > 0.0f ? 127.0f / top : 0.0f);
+      steps[m * groups + g] = top / 127.0f;
+      for (int k = 0; k < group_size; k += 16) {
+        const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + k), inverse));
+        const int64_t at = interleaved ? X8Position(g, k, groups, group_size) : g * group_size + k;
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + at), _mm512_cvtepi32_epi8(q));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
+                         float* steps, bool interleaved) {
+  static const bool fast = Supported();
+  if (fast) return QuantizeActivationsAvx512(x, rows, cols, group_size, x8, steps, interleaved);
+  QuantizeActivationsPortable(x, rows, cols, group_size, x8, steps, interleaved);
 }
 
 namespace {
@@ -428,7 +466,120 @@ MTPLX_AVX512 void DenseRowBlock(const void* row, DType dtype, int64_t cols, cons
   }
 }
 
+// Four int8 activations (columns k..k+3 of one row) broadcast to every lane.
+MTPLX_AVX512 inline __m512i Broadcast4(const int8_t* x) {
+  int32_t v;
+  std::memcpy(&v, x, sizeof(v));
+  return _mm512_set1_epi32(v);
+}
+
+// One panel (16 output rows) against `Rows` int8 activation rows starting at row0; see
+// PanelInt8. Each activation row runs the same instructions whatever Rows is.
+template <int Bits, int Rows>
+MTPLX_AVX512 void PanelRows(const Matrix& w, int64_t panel, const PreparedActivations& act,
+                            int64_t row0, float* y, int64_t y_stride) {
+  const int64_t group_size = w.quant.group_size, groups = act.groups;
+  const int64_t group_bytes = 16 * group_size * Bits / 8;
+  const uint8_t* codes =
+      reinterpret_cast<const uint8_t*>(w.quant.packed) + panel * groups * group_bytes;
+  const int64_t scale_base = panel * 16 * groups;
+  const int8_t* x8 = act.x8_columns + row0 * act.x8_stride;
+  const float* steps = act.steps + row0 * groups;
+  const float* sums = act.group_sums + row0 * groups;
+  __m512 res[Rows], bias_terms[Rows];
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) res[m] = bias_terms[m] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint8_t* wg = codes + g * group_bytes;
+    const int8_t* xg = x8 + g * group_size;
+    // Independent int32 accumulators: four per row for one or two rows (a lone row would wait on
+    // the vpdpbusd latency, 4-5 cycles, instead of its throughput), two per row from three rows
+    // on (more would spill). Int32 sums are exact in any order.
+    constexpr int kChains = Rows <= 2 ? 4 : 2;
+    __m512i acc[4][Rows];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q)
+#pragma GCC unroll 4
+      for (int m = 0; m < Rows; ++m) acc[q][m] = _mm512_setzero_si512();
+    if constexpr (Bits == 8) {
+      for (int64_t s = 0; s < group_size / 4; s += 4) {
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) {
+          const __m512i codes4 = _mm512_loadu_si512(wg + (s + q) * 64);
+#pragma GCC unroll 4
+          for (int m = 0; m < Rows; ++m) {
+            const int8_t* xm = xg + m * act.x8_stride + (s + q) * 4;
+            acc[q % kChains][m] = _mm512_dpbusd_epi32(acc[q % kChains][m], codes4, Broadcast4(xm));
+          }
+        }
+      }
+    } else {
+      const __m512i low4 = _mm512_set1_epi8(0x0F);
+      for (int64_t s = 0; s < group_size / 8; s += 2) {
+#pragma GCC unroll 2
+        for (int half = 0; half < 2; ++half) {
+          const __m512i packed = _mm512_loadu_si512(wg + (s + half) * 64);
+          const __m512i lo = _mm512_and_si512(packed, low4);
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
+#pragma GCC unroll 4
+          for (int m = 0; m < Rows; ++m) {
+            const int8_t* xm = xg + m * act.x8_stride + (s + half) * 8;
+            const int a = (2 * half) % kChains, b = (2 * half + 1) % kChains;
+            acc[a][m] = _mm512_dpbusd_epi32(acc[a][m], lo, Broadcast4(xm));
+            acc[b][m] = _mm512_dpbusd_epi32(acc[b][m], hi, Broadcast4(xm + 4));
+          }
+        }
+      }
+    }
+    const __m512 scales = LoadScales(w.quant.scales, scale_base + g * 16, 16, w.quant.scale_dtype);
+    const __m512 biases = LoadScales(w.quant.biases, scale_base + g * 16, 16, w.quant.scale_dtype);
+#pragma GCC unroll 4
+    for (int m = 0; m < Rows; ++m) {
+      const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(
+          _mm512_add_epi32(acc[0][m], acc[1][m]), _mm512_add_epi32(acc[2][m], acc[3][m])));
+      const __m512 scale = _mm512_mul_ps(scales, _mm512_set1_ps(steps[m * groups + g]));
+      res[m] = _mm512_fmadd_ps(dot, scale, res[m]);
+      bias_terms[m] = _mm512_fmadd_ps(biases, _mm512_set1_ps(sums[m * groups + g]), bias_terms[m]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m)
+    _mm512_storeu_ps(y + m * y_stride, _mm512_add_ps(res[m], bias_terms[m]));
+}
+
+template <int Bits>
+void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
+                  int64_t y_stride) {
+  for (int64_t m = 0; m < act.rows; m += 4) {
+    float* out = y + m * y_stride;
+    switch (std::min<int64_t>(4, act.rows - m)) {
+      case 1:
+        PanelRows<Bits, 1>(w, panel, act, m, out, y_stride);
+        break;
+      case 2:
+        PanelRows<Bits, 2>(w, panel, act, m, out, y_stride);
+        break;
+      case 3:
+        PanelRows<Bits, 3>(w, panel, act, m, out, y_stride);
+        break;
+      default:
+        PanelRows<Bits, 4>(w, panel, act, m, out, y_stride);
+        break;
+    }
+  }
+}
+
 }  // namespace
+
+void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
+               int64_t y_stride) {
+  MTPLX_CHECK(w.quant.panels && (w.quant.bits == 4 || w.quant.bits == 8), "not a panelled matrix");
+  if (w.quant.bits == 8) {
+    PanelAllRows<8>(w, panel, act, y, y_stride);
+  } else {
+    PanelAllRows<4>(w, panel, act, y, y_stride);
+  }
+}
 
 void DenseRow(const Matrix& w, int64_t n, const float* x, int64_t m_rows, float* y,
               int64_t y_stride) {
@@ -467,6 +618,10 @@ void QuantRowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, fl
 #else  // no x86 AVX-512 kernels in this build
 
 bool Supported() { return false; }
+void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
+                         float* steps, bool interleaved) {
+  QuantizeActivationsPortable(x, rows, cols, group_size, x8, steps, interleaved);
+}
 void QuantRowF32(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t) {
   MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
 }
@@ -474,6 +629,9 @@ void QuantRowInt8(const Matrix&, int64_t, const PreparedActivations&, float*, in
   MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
 }
 void DenseRow(const Matrix&, int64_t, const float*, int64_t, float*, int64_t) {
+  MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
+}
+void PanelInt8(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t) {
   MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
 }
 

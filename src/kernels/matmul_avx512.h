@@ -26,13 +26,20 @@ struct PreparedActivations {
   const int8_t* x8 = nullptr;  // [rows, x8_stride]
   int64_t x8_stride = 0;
   const float* steps = nullptr;  // [rows, groups]
+  // The same int8 values in plain column order, for panelled matrices (kernels/panels.h).
+  const int8_t* x8_columns = nullptr;  // [rows, x8_stride]
 };
 
 // Quantizes `rows` activation rows to int8 per group: step = max|x| / 127, x8 = round-to-nearest-
-// even(x * 127 / max|x|). Portable code, so every CPU quantizes identically. x8 holds
-// rows * X8Stride(cols) bytes (zero padded); steps rows * cols / group_size floats.
+// even(x * 127 / max|x|). Every CPU gets the same bytes (the AVX-512 path equals the portable
+// twin). x8 holds rows * X8Stride(cols) bytes (zero padded); steps rows * cols / group_size
+// floats. `interleaved` picks the superblock order of the row kernel; otherwise columns stay in
+// order (panel kernel).
 void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
-                         float* steps);
+                         float* steps, bool interleaved = true);
+// The plain scalar twin (what QuantizeActivations runs on CPUs without the AVX-512 kernels).
+void QuantizeActivationsPortable(const float* x, int64_t rows, int64_t cols, int group_size,
+                                 int8_t* x8, float* steps, bool interleaved = true);
 inline int64_t X8Stride(int64_t cols) { return (cols + 63) / 64 * 64; }
 
 // y[m * y_stride] for m in [0, act.rows): the dot of quantized row n with every activation row.
@@ -42,6 +49,12 @@ void QuantRowF32(const Matrix& w, int64_t n, const PreparedActivations& act, flo
                  int64_t y_stride);
 void QuantRowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
                   int64_t y_stride);
+
+// Panel `panel` of a panelled 4- or 8-bit matrix (kernels/panels.h) against every int8
+// activation row (act.x8_columns): y[m * y_stride + i] for output row 16 * panel + i, i < 16.
+// Per group, int32 dot products for 16 outputs at once, then res += dot * scale * step in f32.
+void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
+               int64_t y_stride);
 
 // Dense F32 / BF16 / F16 weights, f32 activations: y[m * y_stride] = W[n] . x[m] for
 // m in [0, m_rows), 16-lane FMA accumulation per activation row, then a fixed-order reduction.

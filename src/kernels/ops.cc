@@ -2,17 +2,20 @@
 
 #include <cmath>
 
+#include "kernels/simd.h"
+
 namespace mtplx::kernels {
 
-void RmsNorm(const float* x, const float* gain, int64_t n, float eps, float* out) {
+MTPLX_TARGET_CLONES void RmsNorm(const float* x, const float* gain, int64_t n, float eps,
+                                 float* out) {
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
   const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * gain[i];
 }
 
-void GatedRmsNorm(const float* x, const float* z, const float* weight, int64_t n, float eps,
-                  float* out) {
+MTPLX_TARGET_CLONES void GatedRmsNorm(const float* x, const float* z, const float* weight,
+                                      int64_t n, float eps, float* out) {
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
   const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
@@ -39,26 +42,22 @@ void ApplyRope(float* head, int64_t rotary_dim, const float* inv_freq, int64_t p
   }
 }
 
-void SoftmaxInPlace(float* x, int64_t n) {
+MTPLX_TARGET_CLONES void SoftmaxInPlace(float* x, int64_t n) {
   float max = x[0];
   for (int64_t i = 1; i < n; ++i) max = std::fmax(max, x[i]);
+  for (int64_t i = 0; i < n; ++i) x[i] = ExpF32(x[i] - max);
   float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - max);
-    sum += x[i];
-  }
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
   const float inv = 1.0f / sum;
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-float SigmoidScalar(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float SiluScalar(float x) { return x / (1.0f + std::exp(-x)); }
 float SoftplusScalar(float x) {
   // PyTorch's softplus (beta 1, threshold 20) returns x above the threshold.
   return x > 20.0f ? x : std::log1p(std::exp(x));
 }
 
-void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
+MTPLX_TARGET_CLONES void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = SiluScalar(gate[i]) * up[i];
 }
 

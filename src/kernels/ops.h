@@ -2,9 +2,36 @@
 // f32, matching the reference implementations run in float32.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 namespace mtplx::kernels {
+
+// exp(x) in f32 without branches or library calls, so that loops over it vectorize: Cody-Waite
+// reduction x = n ln2 + r, |r| <= ln2 / 2, a degree-7 Taylor polynomial for e^r (truncation
+// error below 2e-8 relative) and 2^n assembled in the exponent bits. Within 2 ulp of expf on
+// [-87.3, 88.3]; 0 below (where expf is subnormal or 0), NaN stays NaN. Inputs above 88.3 are
+// clamped: no caller (sigmoid, silu, softmax, decay) uses them.
+inline float ExpF32(float x) {
+  const float clamped = x > 88.3f ? 88.3f : (x < -87.3f ? -87.3f : x);
+  // Round to nearest by the 1.5 * 2^23 trick (exact for |v| < 2^22; no rounding-mode calls).
+  constexpr float kShift = 12582912.0f;
+  const float n = (clamped * 1.44269504089f + kShift) - kShift;
+  const float r = (clamped - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  return x < -87.3f ? 0.0f : p * scale;
+}
+
+inline float SiluScalar(float x) { return x / (1.0f + ExpF32(-x)); }
+inline float SigmoidScalar(float x) { return 1.0f / (1.0f + ExpF32(-x)); }
 
 // out = x / sqrt(mean(x^2) + eps) * gain   (gain already holds 1 + w for zero-centred norms).
 void RmsNorm(const float* x, const float* gain, int64_t n, float eps, float* out);
@@ -22,8 +49,6 @@ void ApplyRope(float* head, int64_t rotary_dim, const float* inv_freq, int64_t p
 
 void SoftmaxInPlace(float* x, int64_t n);
 
-float SiluScalar(float x);
-float SigmoidScalar(float x);
 float SoftplusScalar(float x);
 
 // out[i] = silu(gate[i]) * up[i]

@@ -2,6 +2,7 @@
 
 #include "base/strings.h"
 #include "kernels/affine_quant.h"
+#include "kernels/panels.h"
 
 namespace mtplx::model {
 
@@ -37,6 +38,10 @@ Result<std::unique_ptr<DraftHead>> DraftHead::Quantize(const Matrix& head, int b
   d->matrix_.quant = AffineQuant{
       bits, group_size, d->packed_.data(), d->scales_.data(), d->biases_.data(), DType::kF32};
   return d;
+}
+
+void DraftHead::RepackToPanels(ThreadPool* pool) {
+  if (kernels::PanelEligible(matrix_)) kernels::RepackToPanels(matrix_, pool);  // owned storage
 }
 
 uint64_t DraftHead::bytes() const {

@@ -2,12 +2,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "base/strings.h"
 #include "kernels/affine_quant.h"
 #include "kernels/gated_delta.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/panels.h"
 #include "model/layers.h"
 #include "model/loader.h"
 
@@ -40,6 +42,8 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
   model->pool_ = std::make_unique<ThreadPool>(options.threads);
   model->activations_ = options.activations;
   MTPLX_RETURN_IF_ERROR(model->PrepareDraftHead(options));
+  if (options.activations == kernels::Activations::kInt8 && kernels::PanelKernelAvailable())
+    model->RepackForInt8Kernel();
   model->rope_inv_freq_ = RopeInverseFrequencies(model->config_);
   return model;
 }
@@ -52,6 +56,40 @@ Status Model::PrepareDraftHead(const LoadOptions& options) {
       draft_head_, DraftHead::Quantize(head, options.draft_head_bits, options.draft_head_group_size,
                                        pool_.get()));
   return Status::Ok();
+}
+
+void Model::RepackForInt8Kernel() {
+  // Every quantized matrix the forward pass multiplies; the tied embedding and output head share
+  // one image, which is repacked once and then marked in both views.
+  std::vector<Matrix*> all = {&weights_.embed, &weights_.lm_head, &weights_.mtp.fc};
+  auto add_mlp = [&all](MlpWeights& w) { all.insert(all.end(), {&w.gate, &w.up, &w.down}); };
+  auto add_layer = [&](LayerWeights& lw) {
+    AttentionWeights& a = lw.attention;
+    DeltaNetWeights& d = lw.delta;
+    // The router and the shared-expert gate stay in the MLX layout: they run with exact
+    // activations, so that routing never depends on activation rounding.
+    all.insert(all.end(), {&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &d.in_qkv, &d.in_z, &d.in_b,
+                           &d.in_a, &d.out_proj});
+    add_mlp(lw.mlp);
+    add_mlp(lw.moe.shared);
+    for (MlpWeights& e : lw.moe.experts) add_mlp(e);
+  };
+  for (LayerWeights& lw : weights_.layers) add_layer(lw);
+  add_layer(weights_.mtp.layer);
+  std::map<const uint32_t*, const Matrix*> repacked;
+  for (Matrix* m : all) {
+    if (!m->quantized) continue;
+    const auto done = repacked.find(m->quant.packed);
+    if (done != repacked.end()) {
+      if (done->second->rows == m->rows && done->second->cols == m->cols) *m = *done->second;
+      continue;
+    }
+    if (!kernels::PanelEligible(*m)) continue;
+    // The checkpoint image is this model's own anonymous memory (io::ResidentBuffer).
+    kernels::RepackToPanels(*m, pool_.get());
+    repacked[m->quant.packed] = m;
+  }
+  if (draft_head_) draft_head_->RepackToPanels(pool_.get());
 }
 
 uint64_t Model::DecodeWeightBytes() const {

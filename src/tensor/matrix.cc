@@ -15,6 +15,7 @@ uint64_t Matrix::StorageBytes() const {
 
 Matrix Matrix::RowSlice(int64_t begin, int64_t count) const {
   MTPLX_CHECK(begin >= 0 && begin + count <= rows, "row slice out of range");
+  MTPLX_CHECK(!quantized || !quant.panels, "row slices of a panelled matrix are not supported");
   Matrix out = *this;
   out.rows = count;
   if (!quantized) {

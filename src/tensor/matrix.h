@@ -17,6 +17,9 @@ struct AffineQuant {
   const void* scales = nullptr;      // [rows, cols / group_size], scale_dtype
   const void* biases = nullptr;      // [rows, cols / group_size], scale_dtype
   DType scale_dtype = DType::kBF16;
+  // Rows grouped 16 at a time in the int8 kernel's panel layout (kernels/panels.h) instead of
+  // the MLX layout; set only by kernels::RepackToPanels.
+  bool panels = false;
 };
 
 struct Matrix {

@@ -11,6 +11,8 @@
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "kernels/affine_quant.h"
+#include "kernels/matmul_avx512.h"
+#include "kernels/panels.h"
 
 namespace mtplx::kernels {
 namespace {
@@ -62,6 +64,14 @@ TestMatrix MakeQuantized(int64_t rows, int64_t cols, int bits, int group, uint64
   t.m.quantized = true;
   t.m.quant =
       AffineQuant{bits, group, t.packed.data(), t.scales.data(), t.biases.data(), DType::kBF16};
+  return t;
+}
+
+// The same matrix repacked into the int8 kernel's panel layout (whole panels of 16 rows; the rows
+// after the last whole panel stay in the MLX layout).
+TestMatrix MakePanelled(int64_t rows, int64_t cols, int bits, int group, uint64_t seed) {
+  TestMatrix t = MakeQuantized(rows, cols, bits, group, seed);
+  RepackToPanels(t.m);
   return t;
 }
 
@@ -139,6 +149,82 @@ TEST(MatMulTest, Int8ActivationsStayCloseToExact) {
     }
 }
 
+// Repacking moves codes, scales and biases but changes no value.
+TEST(PanelTest, RepackedMatricesDequantizeToTheSameRows) {
+  for (int bits : {4, 8})
+    for (int group : {32, 64, 128})
+      for (int64_t rows : {16, 37, 50})
+        for (int64_t cols : {int64_t{128}, int64_t{384}}) {
+          const TestMatrix plain = MakeQuantized(rows, cols, bits, group, rows + cols + bits);
+          const TestMatrix panelled = MakePanelled(rows, cols, bits, group, rows + cols + bits);
+          ASSERT_TRUE(panelled.m.quant.panels);
+          EXPECT_EQ(PanelledRows(panelled.m), rows / 16 * 16);
+          std::vector<float> want(cols), got(cols);
+          for (int64_t r = 0; r < rows; ++r) {
+            DequantizeRow(plain.m, r, want.data());
+            DequantizeRow(panelled.m, r, got.data());
+            ASSERT_EQ(got, want) << panelled.m.Describe() << " row " << r;
+          }
+        }
+}
+
+TEST(PanelTest, OnlyWholePanelsOfFourAndEightBitMatricesAreEligible) {
+  EXPECT_TRUE(PanelEligible(MakeQuantized(16, 64, 4, 64, 1).m));
+  EXPECT_TRUE(PanelEligible(MakeQuantized(17, 64, 8, 32, 1).m));
+  EXPECT_FALSE(PanelEligible(MakeQuantized(15, 64, 4, 64, 1).m));
+  EXPECT_FALSE(PanelEligible(MakeQuantized(32, 64, 6, 64, 1).m));
+  EXPECT_FALSE(PanelEligible(MakeDense(32, 64, DType::kBF16, 1).m));
+  EXPECT_FALSE(PanelEligible(MakePanelled(32, 64, 4, 64, 1).m));
+}
+
+// The panel kernel (int8 activations) stays as close to exact as the row kernel, and the other
+// paths (exact f32, portable) still give the reference on a panelled matrix.
+TEST(PanelTest, PanelledMatricesMatchReferenceOnEveryPath) {
+  ThreadPool pool(2);
+  for (int bits : {4, 8})
+    for (int group : {32, 64, 128})
+      for (int64_t rows : {16, 19, 53}) {
+        const int64_t cols = group == 32 ? 32 * 9 : 2 * 384;
+        const TestMatrix plain = MakeQuantized(rows, cols, bits, group, bits + group + rows);
+        const TestMatrix panelled = MakePanelled(rows, cols, bits, group, bits + group + rows);
+        for (int64_t m_rows : {1, 3, 6}) {
+          const auto x = RandomValues(m_rows * cols, 17);
+          std::vector<float> got(m_rows * rows), want(m_rows * rows);
+          MatMulReference(plain.m, x.data(), m_rows, want.data());
+          MatMul(panelled.m, x.data(), m_rows, got.data(), &pool, Activations::kInt8);
+          const float tolerance = 4.0f * std::sqrt(static_cast<float>(cols)) / 254.0f;
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], tolerance) << panelled.m.Describe() << " element " << i;
+        }
+        ExpectCloseToReference(panelled.m, 3, &pool, Kernel::kDispatched);
+        ExpectCloseToReference(panelled.m, 2, &pool, Kernel::kPortable);
+      }
+}
+
+// The dispatched activation quantizer (AVX-512 where available) writes the same bytes and steps
+// as its portable twin, in both orders, including halves, zeros and ties.
+TEST(QuantizeActivationsTest, FastPathEqualsPortableTwin) {
+  for (int group : {32, 64, 128})
+    for (int64_t cols : {int64_t{group}, int64_t{7 * 32}, int64_t{3 * 128}}) {
+      if (cols % group != 0) continue;
+      const int64_t rows = 3;
+      auto x = RandomValues(rows * cols, cols + group, 3.0f);
+      for (int64_t k = 0; k < group; ++k) x[k] = 0.0f;  // an all-zero group
+      x[group + 1] = 0.5f * x[group];                   // a value halfway between codes
+      for (bool interleaved : {true, false}) {
+        const int64_t stride = avx512::X8Stride(cols), groups = cols / group;
+        std::vector<int8_t> fast(rows * stride, 1), plain(rows * stride, 2);
+        std::vector<float> fast_steps(rows * groups), plain_steps(rows * groups);
+        avx512::QuantizeActivations(x.data(), rows, cols, group, fast.data(), fast_steps.data(),
+                                    interleaved);
+        avx512::QuantizeActivationsPortable(x.data(), rows, cols, group, plain.data(),
+                                            plain_steps.data(), interleaved);
+        EXPECT_EQ(fast, plain) << "group " << group << " cols " << cols;
+        EXPECT_EQ(fast_steps, plain_steps);
+      }
+    }
+}
+
 TEST(MatMulTest, RowResultsDoNotDependOnBatchSizeOrThreads) {
   ThreadPool pool(2);
   std::vector<TestMatrix> formats;
@@ -149,6 +235,10 @@ TEST(MatMulTest, RowResultsDoNotDependOnBatchSizeOrThreads) {
   formats.push_back(MakeQuantized(37, 256, 4, 32, 7));
   formats.push_back(MakeQuantized(37, 256, 6, 128, 8));
   formats.push_back(MakeQuantized(37, 224, 5, 32, 9));  // ends in half a 64-column block
+  // Two panels and 5 MLX-layout rows.
+  for (int bits : {4, 8})
+    for (int group : {32, 64, 128})
+      formats.push_back(MakePanelled(37, 256, bits, group, bits + group));
   for (Kernel kernel : {Kernel::kDispatched, Kernel::kPortable, Kernel::kInt8})
     for (const auto& t : formats) {
       const auto x = RandomValues(16 * t.m.cols, 5);

@@ -1,0 +1,119 @@
+#include "kernels/panels.h"
+
+#include <cstring>
+#include <vector>
+
+#include "base/check.h"
+#include "kernels/affine_quant.h"
+
+namespace mtplx::kernels {
+namespace {
+
+int64_t RowBytes(const Matrix& m) { return m.PackedWordsPerRow() * 4; }
+
+// Byte offset (within the whole matrix) of the byte holding code (r, k) of a panelled row, and
+// whether it sits in the high nibble (4-bit only).
+int64_t PanelCodeByte(const Matrix& m, int64_t r, int64_t k, bool* high) {
+  const int64_t p = r / kPanelRows, i = r % kPanelRows, group = m.quant.group_size;
+  const int64_t g = k / group, c = k % group;
+  const int64_t group_bytes = kPanelRows * group * m.quant.bits / 8;
+  const int64_t base = p * kPanelRows * RowBytes(m) + g * group_bytes;
+  if (m.quant.bits == 8) {
+    *high = false;
+    return base + (c / 4) * 64 + i * 4 + c % 4;
+  }
+  *high = (c % 8) >= 4;
+  return base + (c / 8) * 64 + i * 4 + c % 4;
+}
+
+}  // namespace
+
+bool PanelEligible(const Matrix& m) {
+  return m.quantized && !m.quant.panels && (m.quant.bits == 4 || m.quant.bits == 8) &&
+         m.rows >= kPanelRows && m.cols % m.quant.group_size == 0;
+}
+
+uint32_t CodeAt(const Matrix& m, int64_t r, int64_t k) {
+  if (r >= PanelledRows(m))
+    return UnpackCode(m.quant.packed + r * m.PackedWordsPerRow(), k, m.quant.bits);
+  bool high = false;
+  const uint8_t byte =
+      reinterpret_cast<const uint8_t*>(m.quant.packed)[PanelCodeByte(m, r, k, &high)];
+  if (m.quant.bits == 8) return byte;
+  return high ? byte >> 4 : byte & 0x0Fu;
+}
+
+int64_t ScaleIndex(const Matrix& m, int64_t r, int64_t g) {
+  const int64_t groups = m.GroupsPerRow();
+  if (r >= PanelledRows(m)) return r * groups + g;
+  return (r / kPanelRows) * kPanelRows * groups + g * kPanelRows + r % kPanelRows;
+}
+
+namespace {
+
+// The 4-byte unit of panel row i for one step, from the MLX row's word(s): for 8-bit the 4 codes
+// of columns 4s..4s+3 are one little-endian word already; for 4-bit, word s holds the 8 codes of
+// columns 8s..8s+7 as nibbles 0..7, and byte j of the unit is code j | code (j + 4) << 4.
+inline uint32_t PanelUnit(const uint32_t* row_words, int64_t step, int bits) {
+  const uint32_t w = row_words[step];
+  if (bits == 8) return w;
+  uint32_t unit = 0;
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t lo = (w >> (4 * j)) & 0xFu, hi = (w >> (16 + 4 * j)) & 0xFu;
+    unit |= (lo | hi << 4) << (8 * j);
+  }
+  return unit;
+}
+
+void RepackPanel(Matrix& m, int64_t p, uint8_t* code_copy, uint8_t* scale_copy,
+                 uint8_t* bias_copy) {
+  const int64_t groups = m.GroupsPerRow(), words_per_row = m.PackedWordsPerRow();
+  const int64_t steps_per_group = m.quant.group_size * m.quant.bits / 32;  // 4-byte units per row
+  const int64_t panel_words = kPanelRows * words_per_row;
+  const int64_t scale_size = static_cast<int64_t>(DTypeSize(m.quant.scale_dtype));
+  const int64_t panel_scale_bytes = kPanelRows * groups * scale_size;
+  // The caller owns this memory (see the header); the matrix only holds const views of it.
+  uint32_t* codes = const_cast<uint32_t*>(m.quant.packed) + p * panel_words;
+  uint8_t* scales =
+      static_cast<uint8_t*>(const_cast<void*>(m.quant.scales)) + p * panel_scale_bytes;
+  uint8_t* biases =
+      static_cast<uint8_t*>(const_cast<void*>(m.quant.biases)) + p * panel_scale_bytes;
+  std::memcpy(code_copy, codes, panel_words * 4);
+  std::memcpy(scale_copy, scales, panel_scale_bytes);
+  std::memcpy(bias_copy, biases, panel_scale_bytes);
+  const uint32_t* rows = reinterpret_cast<const uint32_t*>(code_copy);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t s = 0; s < steps_per_group; ++s)
+      for (int64_t i = 0; i < kPanelRows; ++i) {
+        const int64_t step = g * steps_per_group + s;
+        codes[step * kPanelRows + i] = PanelUnit(rows + i * words_per_row, step, m.quant.bits);
+      }
+  for (int64_t i = 0; i < kPanelRows; ++i)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t from = (i * groups + g) * scale_size, to = (g * kPanelRows + i) * scale_size;
+      std::memcpy(scales + to, scale_copy + from, scale_size);
+      std::memcpy(biases + to, bias_copy + from, scale_size);
+    }
+}
+
+}  // namespace
+
+void RepackToPanels(Matrix& m, ThreadPool* pool) {
+  MTPLX_CHECK(PanelEligible(m), "matrix cannot be repacked into panels");
+  const int64_t panels = m.rows / kPanelRows;
+  const size_t code_bytes = kPanelRows * m.PackedWordsPerRow() * 4;
+  const size_t scale_bytes = kPanelRows * m.GroupsPerRow() * DTypeSize(m.quant.scale_dtype);
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<uint8_t> codes(code_bytes), scales(scale_bytes), biases(scale_bytes);
+    for (int64_t p = begin; p < end; ++p)
+      RepackPanel(m, p, codes.data(), scales.data(), biases.data());
+  };
+  if (pool) {
+    pool->ParallelFor(panels, 16, run);
+  } else {
+    run(0, panels);
+  }
+  m.quant.panels = true;
+}
+
+}  // namespace mtplx::kernels

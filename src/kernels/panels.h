@@ -1,0 +1,48 @@
+// The panel layout: how 4- and 8-bit MLX affine matrices are stored for the int8-activation
+// (VNNI) kernel.
+//
+// In the MLX layout each output row's codes are contiguous, so a kernel computing one output at a
+// time pays, per output and per activation row, a horizontal reduction and a shuffle of its group
+// scales. For the narrow matrices of small models that overhead, not the weights, is most of the
+// time, and it grows with the number of rows M, which is what a verify pass adds. In the panel
+// layout 16 consecutive output rows are interleaved 4 columns at a time (8 for 4-bit: two nibbles
+// per byte): one vpdpbusd multiplies 16 rows by 4 broadcast activations, the 16 lanes of the
+// accumulator are 16 outputs, and each group needs one vector of scales. No reduction at all.
+//
+// Repacking is in place and keeps every byte where its rows were: panel p occupies exactly the
+// codes, scales and biases of rows 16p..16p+15 in the MLX layout. Rows after the last whole panel
+// keep the MLX layout and run through the row kernel. Within panel p (G = group size):
+//   codes,  8-bit: group g, step s (columns gG+4s..+3): 64 bytes, byte 4i+j = code(16p+i, gG+4s+j)
+//   codes,  4-bit: group g, step s (columns gG+8s..+7): 64 bytes, byte 4i+j holds
+//                  code(16p+i, gG+8s+j) in the low nibble and code(16p+i, gG+8s+4+j) in the high
+//   scales, biases: entry 16g+i of the panel belongs to row 16p+i, group g.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "tensor/matrix.h"
+
+namespace mtplx::kernels {
+
+constexpr int64_t kPanelRows = 16;
+
+// Quantized with 4 or 8 bits, at least one whole panel, still in the MLX layout.
+bool PanelEligible(const Matrix& m);
+
+// Rows held in panels (0 for the MLX layout); rows from here on keep the MLX layout.
+inline int64_t PanelledRows(const Matrix& m) {
+  return m.quantized && m.quant.panels ? m.rows / kPanelRows * kPanelRows : 0;
+}
+
+// Rewrites the codes, scales and biases of `m` in place into the panel layout and marks it.
+// They must be writable memory that the caller owns and that no other matrix reads in the MLX
+// layout. Requires PanelEligible(m).
+void RepackToPanels(Matrix& m, ThreadPool* pool = nullptr);
+
+// Code of row r, column k, and the index of the (scale, bias) entry of row r, group g, in either
+// layout.
+uint32_t CodeAt(const Matrix& m, int64_t r, int64_t k);
+int64_t ScaleIndex(const Matrix& m, int64_t r, int64_t g);
+
+}  // namespace mtplx::kernels

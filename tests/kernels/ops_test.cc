@@ -1,0 +1,49 @@
+// The element-wise operations against the C library on their whole input range.
+#include "kernels/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace mtplx::kernels {
+namespace {
+
+double UlpDistance(float got, float want) {
+  const float ulp = std::nextafter(want, std::numeric_limits<float>::infinity()) - want;
+  return std::fabs(static_cast<double>(got) - want) / ulp;
+}
+
+// Every 4096th float in the normal range of expf: within 2 ulp.
+TEST(OpsTest, ExpF32IsWithinTwoUlpOfExpf) {
+  double worst = 0.0;
+  for (float x = -87.3f; x <= 88.3f; x = std::nextafter(x, 100.0f)) {
+    if ((std::bit_cast<uint32_t>(x) & 0xFFFu) != 0) continue;
+    worst = std::max(worst, UlpDistance(ExpF32(x), std::exp(x)));
+  }
+  EXPECT_LE(worst, 2.0);
+}
+
+TEST(OpsTest, ExpF32EdgeCases) {
+  EXPECT_EQ(ExpF32(0.0f), 1.0f);
+  EXPECT_EQ(ExpF32(-100.0f), 0.0f);
+  EXPECT_EQ(ExpF32(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_TRUE(std::isnan(ExpF32(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_TRUE(std::isfinite(ExpF32(1000.0f)));
+}
+
+TEST(OpsTest, SiluSigmoidAndSoftmaxMatchTheirDefinitions) {
+  for (float x : {-90.0f, -20.0f, -1.5f, -1e-3f, 0.0f, 0.25f, 3.0f, 40.0f}) {
+    EXPECT_NEAR(SigmoidScalar(x), 1.0 / (1.0 + std::exp(-static_cast<double>(x))), 1e-7);
+    EXPECT_NEAR(SiluScalar(x), x / (1.0 + std::exp(-static_cast<double>(x))),
+                1e-6 * std::max(1.0f, std::fabs(x)));
+  }
+  float v[5] = {1.0f, -2.0f, 0.5f, 30.0f, -60.0f};
+  double want[5], z = 0.0;
+  for (int i = 0; i < 5; ++i) z += want[i] = std::exp(static_cast<double>(v[i]) - 30.0);
+  SoftmaxInPlace(v, 5);
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(v[i], want[i] / z, 1e-7);
+}
+
+}  // namespace
+}  // namespace mtplx::kernels
