@@ -57,6 +57,18 @@ float SoftplusScalar(float x) {
   return x > 20.0f ? x : std::log1p(std::exp(x));
 }
 
+MTPLX_TARGET_CLONES double SumExpShifted(const double* x, int64_t n, double shift) {
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] += ExpF64(x[i + j] - shift);
+  for (int j = 0; i < n; ++i, ++j) lanes[j] += ExpF64(x[i] - shift);
+  double sum = 0.0;
+  for (double lane : lanes) sum += lane;
+  return sum;
+}
+
 MTPLX_TARGET_CLONES void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = SiluScalar(gate[i]) * up[i];
 }

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "base/rng.h"
+#include "kernels/ops.h"
 
 namespace mtplx::sample {
 
@@ -31,8 +32,7 @@ SparseDistribution Shape(std::span<const float> logits, const SamplingParams& pa
   }
   // Full-vocabulary log-partition, so top-p sees true probabilities.
   const double max = *std::max_element(scaled.begin(), scaled.end());
-  double z = 0.0;
-  for (double s : scaled) z += std::exp(s - max);
+  const double z = kernels::SumExpShifted(scaled.data(), static_cast<int64_t>(vocab), max);
   const double log_z = max + std::log(z);
 
   const size_t k = params.top_k > 0 ? std::min<size_t>(params.top_k, vocab) : vocab;

@@ -17,11 +17,29 @@ double UlpDistance(float got, float want) {
 // Every 4096th float in the normal range of expf: within 2 ulp.
 TEST(OpsTest, ExpF32IsWithinTwoUlpOfExpf) {
   double worst = 0.0;
-  for (float x = -87.3f; x <= 88.3f; x = std::nextafter(x, 100.0f)) {
-    if ((std::bit_cast<uint32_t>(x) & 0xFFFu) != 0) continue;
-    worst = std::max(worst, UlpDistance(ExpF32(x), std::exp(x)));
-  }
+  for (const float sign : {1.0f, -1.0f})
+    for (uint32_t bits = 0; bits < 0x7F800000u; bits += 0x1000u) {
+      const float x = sign * std::bit_cast<float>(bits);
+      if (x < -87.3f || x > 88.3f) continue;
+      worst = std::max(worst, UlpDistance(ExpF32(x), std::exp(x)));
+    }
   EXPECT_LE(worst, 2.0);
+}
+
+TEST(OpsTest, ExpF64IsWithinFourUlpOfExp) {
+  double worst = 0.0;
+  for (double x = -708.0; x <= 709.0; x += 0.0137) {
+    const double want = std::exp(x);
+    const double ulp = std::nextafter(want, INFINITY) - want;
+    worst = std::max(worst, std::fabs(ExpF64(x) - want) / ulp);
+  }
+  EXPECT_LE(worst, 4.0);
+  EXPECT_EQ(ExpF64(-800.0), 0.0);
+  EXPECT_EQ(ExpF64(0.0), 1.0);
+  const double x[11] = {-3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+  double want = 0.0;
+  for (double v : x) want += std::exp(v - 7.0);
+  EXPECT_NEAR(SumExpShifted(x, 11, 7.0), want, 1e-15 * want);
 }
 
 TEST(OpsTest, ExpF32EdgeCases) {
