@@ -35,14 +35,18 @@ inline float ExpF32(float x) {
 inline double ExpF64(double x) {
   const double clamped = x > 709.0 ? 709.0 : (x < -708.0 ? -708.0 : x);
   constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-  const double n = (clamped * 1.4426950408889634 + kShift) - kShift;
+  const double shifted = clamped * 1.4426950408889634 + kShift;
+  const double n = shifted - kShift;
   const double r = (clamped - n * 0.6931471803691238) - n * 1.9082149292705877e-10;
   double p = 1.0 / 479001600.0;
   constexpr double kInverseFactorials[12] = {
       1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0,
-      1.0 / 120.0,      1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};
+      1.0 / 120.0,      1.0 / 24.0,      1.0 / 6.0,      0.5,          1.0,          1.0};
   for (double c : kInverseFactorials) p = p * r + c;
-  const double scale = std::bit_cast<double>((static_cast<int64_t>(n) + 1023) << 52);
+  // The integer n sits in the low mantissa bits of `shifted` (its ulp is 1): integer lanes only,
+  // no double-to-int64 conversion (which AVX-512F lacks), so the loop vectorizes.
+  const int64_t ni = std::bit_cast<int64_t>(shifted) - std::bit_cast<int64_t>(kShift);
+  const double scale = std::bit_cast<double>((ni + 1023) << 52);
   return x < -708.0 ? 0.0 : p * scale;
 }
 

@@ -19,19 +19,44 @@ int32_t Argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
+namespace {
+
+// scaled[i] = double(logits[i]) * inv_t, a loop the compiler vectorizes.
+void ScaleLogits(const float* __restrict logits, size_t n, double inv_t,
+                 double* __restrict scaled) {
+  for (size_t i = 0; i < n; ++i) scaled[i] = static_cast<double>(logits[i]) * inv_t;
+}
+
+// The largest value (8 running maxima, then combined; max is exact in any order).
+double MaxOf(const double* x, size_t n) {
+  double lanes[8];
+  for (double& lane : lanes) lane = x[0];
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
+  double max = lanes[0];
+  for (double lane : lanes) max = lane > max ? lane : max;
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  return max;
+}
+
+}  // namespace
+
 SparseDistribution Shape(std::span<const float> logits, const SamplingParams& params,
                          std::span<const int32_t> counts) {
   const size_t vocab = logits.size();
   std::vector<double> scaled(vocab);
   const double inv_t = 1.0 / std::max(params.temperature, 1e-6);
-  for (size_t i = 0; i < vocab; ++i) {
-    double l = logits[i];
-    if (!counts.empty() && counts[i] > 0)
-      l -= params.frequency_penalty * counts[i] + params.presence_penalty;
-    scaled[i] = l * inv_t;
+  ScaleLogits(logits.data(), vocab, inv_t, scaled.data());
+  if (!counts.empty()) {
+    for (size_t i = 0; i < vocab; ++i) {
+      if (counts[i] <= 0) continue;
+      const double l = logits[i] - (params.frequency_penalty * counts[i] + params.presence_penalty);
+      scaled[i] = l * inv_t;
+    }
   }
   // Full-vocabulary log-partition, so top-p sees true probabilities.
-  const double max = *std::max_element(scaled.begin(), scaled.end());
+  const double max = MaxOf(scaled.data(), vocab);
   const double z = kernels::SumExpShifted(scaled.data(), static_cast<int64_t>(vocab), max);
   const double log_z = max + std::log(z);
 
