@@ -4,13 +4,19 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kernels/matmul_avx512.h"
 #include "kernels/ops.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MTPLX_ATTENTION_AVX512 1
+#endif
 
 namespace mtplx::kernels {
 
-void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
-                     int64_t first_position, const float* keys, const float* values, float scale,
-                     float* out, ThreadPool* pool) {
+void CausalAttentionReference(const AttentionDims& dims, const float* q, int64_t rows,
+                              int64_t first_position, const float* keys, const float* values,
+                              float scale, float* out, ThreadPool* pool) {
   const int64_t d = dims.head_dim;
   const int64_t group = dims.heads / dims.kv_heads;
   const int64_t kv_stride = dims.kv_heads * d;
@@ -40,6 +46,117 @@ void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
   } else {
     run(0, rows * dims.heads);
   }
+}
+
+#ifdef MTPLX_ATTENTION_AVX512
+namespace {
+
+#define MTPLX_AVX512_ATTN __attribute__((target("avx512f,fma")))
+
+// Sums of 16 vectors, one per lane of the result: lane j = total of v[j]. Every lane gets the
+// same tree ((chunk0 + chunk1) + (chunk2 + chunk3), then (x0 + x2) + (x1 + x3) within a chunk),
+// so a key's score does not depend on where in a block it sits.
+MTPLX_AVX512_ATTN inline __m512 SumEach(const __m512* v) {
+  __m512 c[8], d[4];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xDD));
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)
+    d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xDD));
+  // d[i] chunk k holds the 4 partial sums of source 4i + k.
+  const __m512 e0 = _mm512_add_ps(_mm512_unpacklo_ps(d[0], d[1]), _mm512_unpackhi_ps(d[0], d[1]));
+  const __m512 e1 = _mm512_add_ps(_mm512_unpacklo_ps(d[2], d[3]), _mm512_unpackhi_ps(d[2], d[3]));
+  const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(e0, e1, 0x44), _mm512_shuffle_ps(e0, e1, 0xEE));
+  // Lane 4k + i of f holds source 4i + k; put source s in lane s.
+  const __m512i order =
+      _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+  return _mm512_permutexvar_ps(order, f);
+}
+
+// Scores of keys t0 .. t0 + count - 1 (count <= 16) against q, times scale, into scores[t0 ..].
+MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const float* keys, int64_t kv_stride,
+                                         int64_t d, int64_t t0, int count, float scale,
+                                         float* scores) {
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < d; c += 16) {
+    const __m512 qc = _mm512_loadu_ps(q + c);
+    for (int j = 0; j < count; ++j)
+      acc[j] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(keys + (t0 + j) * kv_stride + c), acc[j]);
+  }
+  const __m512 s = _mm512_mul_ps(SumEach(acc), _mm512_set1_ps(scale));
+  _mm512_mask_storeu_ps(scores + t0, static_cast<__mmask16>((1u << count) - 1), s);
+}
+
+// One query head of one row: softmax(q K^T * scale) V over `length` positions.
+MTPLX_AVX512_ATTN void AttendOne(const float* q, const float* keys, const float* values,
+                                 int64_t kv_stride, int64_t d, int64_t length, float scale,
+                                 float* scores, float* out) {
+  for (int64_t t0 = 0; t0 < length; t0 += 16)
+    ScoreBlock(q, keys, kv_stride, d, t0, static_cast<int>(std::min<int64_t>(16, length - t0)),
+               scale, scores);
+  float max = scores[0];
+  for (int64_t t = 1; t < length; ++t) max = scores[t] > max ? scores[t] : max;
+  for (int64_t t = 0; t < length; ++t) scores[t] = ExpF32(scores[t] - max);
+  __m512 total = _mm512_setzero_ps();
+  int64_t t = 0;
+  for (; t + 16 <= length; t += 16) total = _mm512_add_ps(total, _mm512_loadu_ps(scores + t));
+  total = _mm512_add_ps(
+      total, _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (length - t)) - 1), scores + t));
+  const float inverse = 1.0f / _mm512_reduce_add_ps(total);
+  for (int64_t c = 0; c < d; c += 64) {  // 4 output vectors at a time stay in registers
+    const int chunks = static_cast<int>(std::min<int64_t>(4, (d - c) / 16));
+    __m512 o[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+    for (int64_t u = 0; u < length; ++u) {
+      const __m512 p = _mm512_set1_ps(scores[u]);
+      const float* v = values + u * kv_stride + c;
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i)
+        if (i < chunks) o[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + 16 * i), o[i]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+      if (i < chunks) _mm512_storeu_ps(out + c + 16 * i, _mm512_mul_ps(o[i], _mm512_set1_ps(inverse)));
+  }
+}
+
+}  // namespace
+
+static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int64_t rows,
+                                  int64_t first_position, const float* keys, const float* values,
+                                  float scale, float* out, ThreadPool* pool) {
+  const int64_t d = dims.head_dim, group = dims.heads / dims.kv_heads;
+  const int64_t kv_stride = dims.kv_heads * d;
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<float> scores((first_position + rows + 15) / 16 * 16);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t m = task / dims.heads, h = task % dims.heads, kv = h / group;
+      AttendOne(q + (m * dims.heads + h) * d, keys + kv * d, values + kv * d, kv_stride, d,
+                first_position + m + 1, scale, scores.data(), out + (m * dims.heads + h) * d);
+    }
+  };
+  if (pool) {
+    pool->ParallelFor(rows * dims.heads, 1, run);
+  } else {
+    run(0, rows * dims.heads);
+  }
+}
+#endif
+
+void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
+                     int64_t first_position, const float* keys, const float* values, float scale,
+                     float* out, ThreadPool* pool) {
+#ifdef MTPLX_ATTENTION_AVX512
+  static const bool fast = avx512::Supported();
+  if (fast && dims.head_dim % 16 == 0)
+    return CausalAttentionAvx512(dims, q, rows, first_position, keys, values, scale, out, pool);
+#endif
+  CausalAttentionReference(dims, q, rows, first_position, keys, values, scale, out, pool);
 }
 
 }  // namespace mtplx::kernels
