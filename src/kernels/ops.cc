@@ -1,5 +1,6 @@
 #include "kernels/ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/simd.h"
@@ -57,16 +58,46 @@ float SoftplusScalar(float x) {
   return x > 20.0f ? x : std::log1p(std::exp(x));
 }
 
-MTPLX_TARGET_CLONES double SumExpShifted(const double* x, int64_t n, double shift) {
-  constexpr int kLanes = 8;
-  double lanes[kLanes] = {};
+namespace {
+
+constexpr int kExpLanes = 8;
+
+// lanes[i % 8] += ExpF64(x[i] - shift) for i < n, n a multiple of 8 except on the last call.
+MTPLX_TARGET_CLONES void AccumulateExp(const double* x, int64_t n, double shift, double* lanes) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) lanes[j] += ExpF64(x[i + j] - shift);
+  for (; i + kExpLanes <= n; i += kExpLanes)
+    for (int j = 0; j < kExpLanes; ++j) lanes[j] += ExpF64(x[i + j] - shift);
   for (int j = 0; i < n; ++i, ++j) lanes[j] += ExpF64(x[i] - shift);
+}
+
+double SumLanes(const double* lanes) {
   double sum = 0.0;
-  for (double lane : lanes) sum += lane;
+  for (int j = 0; j < kExpLanes; ++j) sum += lanes[j];
   return sum;
+}
+
+MTPLX_TARGET_CLONES void ScaleToDouble(const float* __restrict x, int64_t n, double scale,
+                                       double* __restrict out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<double>(x[i]) * scale;
+}
+
+}  // namespace
+
+double SumExpShifted(const double* x, int64_t n, double shift) {
+  double lanes[kExpLanes] = {};
+  AccumulateExp(x, n, shift, lanes);
+  return SumLanes(lanes);
+}
+
+double SumExpScaled(const float* x, int64_t n, double scale, double shift) {
+  constexpr int64_t kBlock = 512;  // a multiple of the lane count: element i stays in lane i % 8
+  double lanes[kExpLanes] = {}, block[kBlock];
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t count = std::min(kBlock, n - i);
+    ScaleToDouble(x + i, count, scale, block);
+    AccumulateExp(block, count, shift, lanes);
+  }
+  return SumLanes(lanes);
 }
 
 MTPLX_TARGET_CLONES void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {

@@ -41,7 +41,7 @@ inline double ExpF64(double x) {
   double p = 1.0 / 479001600.0;
   constexpr double kInverseFactorials[12] = {
       1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0,
-      1.0 / 120.0,      1.0 / 24.0,      1.0 / 6.0,      0.5,          1.0,          1.0};
+      1.0 / 120.0,      1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};
   for (double c : kInverseFactorials) p = p * r + c;
   // The integer n sits in the low mantissa bits of `shifted` (its ulp is 1): integer lanes only,
   // no double-to-int64 conversion (which AVX-512F lacks), so the loop vectorizes.
@@ -52,6 +52,9 @@ inline double ExpF64(double x) {
 
 // sum_i ExpF64(x[i] - shift), vectorized (partial sums in 8 lanes, then a fixed order).
 double SumExpShifted(const double* x, int64_t n, double shift);
+// sum_i ExpF64(double(x[i]) * scale - shift), the same terms and order as SumExpShifted over the
+// scaled values, without storing them.
+double SumExpScaled(const float* x, int64_t n, double scale, double shift);
 
 inline float SiluScalar(float x) { return x / (1.0f + ExpF32(-x)); }
 inline float SigmoidScalar(float x) { return 1.0f / (1.0f + ExpF32(-x)); }

@@ -27,17 +27,91 @@ void ScaleLogits(const float* __restrict logits, size_t n, double inv_t,
   for (size_t i = 0; i < n; ++i) scaled[i] = static_cast<double>(logits[i]) * inv_t;
 }
 
-// The largest value (8 running maxima, then combined; max is exact in any order).
-double MaxOf(const double* x, size_t n) {
-  double lanes[8];
-  for (double& lane : lanes) lane = x[0];
+// The largest value (16 running maxima, then combined; max is exact in any order).
+template <typename T>
+T MaxOf(const T* x, size_t n) {
+  T lanes[16];
+  for (T& lane : lanes) lane = x[0];
   size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
-  double max = lanes[0];
-  for (double lane : lanes) max = lane > max ? lane : max;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
+  T max = lanes[0];
+  for (T lane : lanes) max = lane > max ? lane : max;
   for (; i < n; ++i) max = x[i] > max ? x[i] : max;
   return max;
+}
+
+// Ranking: higher value first, the lower id among equals.
+template <typename T>
+struct Better {
+  const T* s;
+  bool operator()(int32_t a, int32_t b) const { return s[a] > s[b] || (s[a] == s[b] && a < b); }
+};
+
+// The k best ids, best first (what partial_sort gives). For k well below n, one pass keeps a heap
+// of the k best so far and skips every value not above the worst of them: ids arrive in
+// increasing order, so a value equal to the worst ranks below it.
+template <typename T>
+std::vector<int32_t> BestIndices(const T* s, size_t n, size_t k) {
+  const Better<T> better{s};
+  std::vector<int32_t> ids;
+  if (k * 4 >= n) {
+    ids.resize(n);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), better);
+    ids.resize(k);
+    return ids;
+  }
+  ids.resize(k);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::make_heap(ids.begin(), ids.end(), better);  // front: the worst of the k
+  T worst = s[ids.front()];
+  for (size_t i = k; i < n; ++i) {
+    if (!(s[i] > worst)) continue;
+    std::pop_heap(ids.begin(), ids.end(), better);
+    ids.back() = static_cast<int32_t>(i);
+    std::push_heap(ids.begin(), ids.end(), better);
+    worst = s[ids.front()];
+  }
+  std::sort_heap(ids.begin(), ids.end(), better);
+  return ids;
+}
+
+// Scaled logits s_i = l_i / T (penalties applied first): the full-vocabulary log-partition
+// log sum_i exp(s_i), so that top-p sees true probabilities, and the k best ids. Without
+// penalties s_i is never stored: the float logits rank the same ids (scaling by 1 / T > 0 keeps
+// the order, and distinct floats stay distinct in double), and their maximum scaled is the
+// maximum of s.
+struct Scaled {
+  double log_z;
+  std::vector<int32_t> best;
+  std::vector<double> values;  // s_i, with penalties only
+};
+
+Scaled ScaleAndRank(std::span<const float> logits, const SamplingParams& params,
+                    std::span<const int32_t> counts, double inv_t, size_t k) {
+  const size_t vocab = logits.size();
+  Scaled out;
+  const bool penalties = std::any_of(counts.begin(), counts.end(), [](int32_t c) { return c > 0; });
+  if (!penalties) {
+    const double max = static_cast<double>(MaxOf(logits.data(), vocab)) * inv_t;
+    out.log_z = max + std::log(kernels::SumExpScaled(logits.data(), static_cast<int64_t>(vocab),
+                                                     inv_t, max));
+    out.best = BestIndices(logits.data(), vocab, k);
+    return out;
+  }
+  out.values.resize(vocab);
+  ScaleLogits(logits.data(), vocab, inv_t, out.values.data());
+  for (size_t i = 0; i < vocab; ++i) {
+    if (counts[i] <= 0) continue;
+    const double l = logits[i] - (params.frequency_penalty * counts[i] + params.presence_penalty);
+    out.values[i] = l * inv_t;
+  }
+  const double max = MaxOf(out.values.data(), vocab);
+  out.log_z =
+      max + std::log(kernels::SumExpShifted(out.values.data(), static_cast<int64_t>(vocab), max));
+  out.best = BestIndices(out.values.data(), vocab, k);
+  return out;
 }
 
 }  // namespace
@@ -45,33 +119,18 @@ double MaxOf(const double* x, size_t n) {
 SparseDistribution Shape(std::span<const float> logits, const SamplingParams& params,
                          std::span<const int32_t> counts) {
   const size_t vocab = logits.size();
-  std::vector<double> scaled(vocab);
   const double inv_t = 1.0 / std::max(params.temperature, 1e-6);
-  ScaleLogits(logits.data(), vocab, inv_t, scaled.data());
-  if (!counts.empty()) {
-    for (size_t i = 0; i < vocab; ++i) {
-      if (counts[i] <= 0) continue;
-      const double l = logits[i] - (params.frequency_penalty * counts[i] + params.presence_penalty);
-      scaled[i] = l * inv_t;
-    }
-  }
-  // Full-vocabulary log-partition, so top-p sees true probabilities.
-  const double max = MaxOf(scaled.data(), vocab);
-  const double z = kernels::SumExpShifted(scaled.data(), static_cast<int64_t>(vocab), max);
-  const double log_z = max + std::log(z);
-
   const size_t k = params.top_k > 0 ? std::min<size_t>(params.top_k, vocab) : vocab;
-  std::vector<int32_t> order(vocab);
-  std::iota(order.begin(), order.end(), 0);
-  auto better = [&](int32_t a, int32_t b) {
-    return scaled[a] > scaled[b] || (scaled[a] == scaled[b] && a < b);
+  const Scaled scaled = ScaleAndRank(logits, params, counts, inv_t, k);
+  const std::vector<int32_t>& order = scaled.best;
+  const double log_z = scaled.log_z;
+  auto scaled_at = [&](int32_t id) {
+    return scaled.values.empty() ? static_cast<double>(logits[id]) * inv_t : scaled.values[id];
   };
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), better);
-
   SparseDistribution dist;
   double mass_before = 0.0;
   for (size_t i = 0; i < k; ++i) {
-    const double p = std::exp(scaled[order[i]] - log_z);
+    const double p = std::exp(scaled_at(order[i]) - log_z);
     // top_p >= 1 is "off": the running mass can round up to 1.0 before the tail is reached.
     if (i > 0 && params.top_p < 1.0 && mass_before >= params.top_p) break;
     dist.ids.push_back(order[i]);

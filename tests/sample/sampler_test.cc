@@ -132,6 +132,31 @@ TEST(SamplerTest, ShapeOutputIsSortedAndNormalised) {
   }
 }
 
+// Top-k keeps the k highest logits, the lower id first among equal ones, for small and large k
+// (one pass with a heap, or a partial sort) and on logits full of ties.
+TEST(SamplerTest, TopKKeepsTheBestIdsWithLowerIdsWinningTies) {
+  SplitMix64 rng(11);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int vocab = 1000;
+    std::vector<float> logits(vocab);
+    for (float& l : logits)
+      l = static_cast<float>(std::floor(rng.Uniform(0.0, trial % 2 ? 8.0 : 1e4)));
+    std::vector<int32_t> want(vocab);
+    std::iota(want.begin(), want.end(), 0);
+    std::stable_sort(want.begin(), want.end(),
+                     [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+    for (int k : {1, 5, 20, 249, 250, 999}) {
+      SamplingParams params;
+      params.temperature = 1.0;
+      params.top_p = 1.0;
+      params.top_k = k;
+      const SparseDistribution d = Shape(logits, params, {});
+      ASSERT_EQ(d.ids.size(), static_cast<size_t>(k));
+      for (int i = 0; i < k; ++i) ASSERT_EQ(d.ids[i], want[i]) << "trial " << trial << " k " << k;
+    }
+  }
+}
+
 TEST(SamplerTest, TopPOneAndTopKZeroKeepTheWholeVocabulary) {
   // Tail probabilities far below 1e-16: the running mass rounds to 1.0 long before the end, but
   // top_p = 1 is documented as "off", so nothing may be cut.
