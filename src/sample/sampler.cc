@@ -92,7 +92,10 @@ Scaled ScaleAndRank(std::span<const float> logits, const SamplingParams& params,
                     std::span<const int32_t> counts, double inv_t, size_t k) {
   const size_t vocab = logits.size();
   Scaled out;
-  const bool penalties = std::any_of(counts.begin(), counts.end(), [](int32_t c) { return c > 0; });
+  // Zero penalty weights leave every value unchanged (l - 0 is exact), whatever the counts.
+  const bool penalties =
+      (params.frequency_penalty != 0.0 || params.presence_penalty != 0.0) &&
+      std::any_of(counts.begin(), counts.end(), [](int32_t c) { return c > 0; });
   if (!penalties) {
     const double max = static_cast<double>(MaxOf(logits.data(), vocab)) * inv_t;
     out.log_z = max + std::log(kernels::SumExpScaled(logits.data(), static_cast<int64_t>(vocab),
