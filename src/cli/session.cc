@@ -43,6 +43,9 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--draft-head-bits", f.draft_head_bits,
                   "Bits of the drafter's copy of the output head (0 = the model's head)")
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
+  cmd->add_option("--draft-vocab", f.draft_vocab,
+                  "Ids the drafter may propose: the N most frequent (lowest) ids (0 = all)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--think", f.think, "Reasoning: auto (template default) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--stop", f.stop, "Stop before this text (repeatable)");
@@ -68,6 +71,7 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   load.activations =
       flags.activations == "f32" ? kernels::Activations::kF32 : kernels::Activations::kInt8;
   load.draft_head_bits = flags.draft_head_bits;
+  load.draft_vocab = flags.draft_vocab;
   MTPLX_ASSIGN_OR_RETURN(s->model_, model::Model::Load(dir, load));
   s->ChooseMode();
   return s;
@@ -213,6 +217,7 @@ nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model) {
   for (size_t n = 1; n < p.tokens_per_cycle.size(); ++n)
     per_cycle[std::to_string(n)] = p.tokens_per_cycle[n];
   out["draft_head_bits"] = model.draft_head_bits();
+  out["draft_vocab"] = model.draft_vocab();
   out["acceptance_by_depth"] = p.AcceptanceByDepth();
   out["acceptance_unconditional"] = p.AcceptanceUnconditional();
   // Raw counts (index d - 1 for depth d), so runs can be pooled.

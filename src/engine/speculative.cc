@@ -161,7 +161,7 @@ Status SpeculativeRun::Cycle() {
       MTPLX_RETURN_IF_ERROR(model_.ForwardMtp(*mtp_, std::span<const int32_t>(&drafts.back(), 1),
                                               feed.data(), last_row, &draft_out));
     }
-    const std::span<const float> logits(draft_out.logits.data(), vocab_);
+    const std::span<const float> logits(draft_out.logits.data(), draft_out.vocab);
     if (options_.proposer) {
       std::vector<int32_t> emitted = result_.tokens;
       emitted.insert(emitted.end(), drafts.begin(), drafts.end());

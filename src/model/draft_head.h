@@ -16,7 +16,8 @@ namespace mtplx::model {
 
 class DraftHead {
  public:
-  // Quantizes `head` row by row (dequantized to f32 first) with f32 scales and biases.
+  // Quantizes `head` row by row (dequantized to f32 first) with f32 scales and biases (pass a
+  // row slice for a draft head over part of the vocabulary).
   static Result<std::unique_ptr<DraftHead>> Quantize(const Matrix& head, int bits, int group_size,
                                                      ThreadPool* pool);
 

@@ -51,10 +51,12 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
 Status Model::PrepareDraftHead(const LoadOptions& options) {
   const Matrix& head = weights_.lm_head;
   if (!has_mtp() || options.draft_head_bits <= 0) return Status::Ok();
-  if (head.quantized && head.quant.bits <= options.draft_head_bits) return Status::Ok();
-  MTPLX_ASSIGN_OR_RETURN(
-      draft_head_, DraftHead::Quantize(head, options.draft_head_bits, options.draft_head_group_size,
-                                       pool_.get()));
+  const int64_t rows = options.draft_vocab > 0 ? std::min(options.draft_vocab, head.rows) : head.rows;
+  if (head.quantized && head.quant.bits <= options.draft_head_bits && rows == head.rows)
+    return Status::Ok();
+  MTPLX_ASSIGN_OR_RETURN(draft_head_,
+                         DraftHead::Quantize(head.RowSlice(0, rows), options.draft_head_bits,
+                                             options.draft_head_group_size, pool_.get()));
   return Status::Ok();
 }
 
@@ -189,15 +191,17 @@ void Model::Finish(const std::vector<float>& gain, const std::vector<float>& x, 
     kernels::RmsNorm(x.data() + r * h, gain.data(), h, eps, out->hidden.data() + r * h);
   if (options.no_logits) {
     out->logit_rows = 0;
+    out->vocab = 0;
     out->logits.clear();
     return;
   }
   out->logit_rows = options.all_logits
                         ? rows
                         : std::min<int64_t>(rows, std::max<int64_t>(1, options.last_logit_rows));
-  out->logits.resize(out->logit_rows * config_.vocab_size);
   const float* head_in = out->hidden.data() + (rows - out->logit_rows) * h;
   const Matrix& head = options.draft_head && draft_head_ ? draft_head_->matrix() : weights_.lm_head;
+  out->vocab = head.rows;
+  out->logits.resize(out->logit_rows * head.rows);
   kernels::MatMul(head, head_in, out->logit_rows, out->logits.data(), pool_.get(), activations_);
 }
 

@@ -35,6 +35,11 @@ struct LoadOptions {
   // the model's head. Ignored without an MTP head or when the head is already this small.
   int draft_head_bits = 0;
   int draft_head_group_size = 64;
+  // The draft head covers only ids below this (0: the whole vocabulary). Byte-level BPE assigns
+  // ids in merge order, so the low ids are the frequent tokens: the drafter never proposes the
+  // rest, and exactness holds because acceptance uses the distribution q it sampled from. Needs
+  // a draft head (draft_head_bits > 0).
+  int64_t draft_vocab = 0;
 };
 
 enum class DeltaNetPath {
@@ -61,6 +66,7 @@ struct ForwardOutput {
   int64_t rows = 0;
   int64_t logit_rows = 0;
   std::vector<float> logits;           // [logit_rows, vocab]
+  int64_t vocab = 0;                   // entries per logits row (the draft head's may be fewer)
   std::vector<float> hidden;           // [rows, hidden] after the final norm (fed to lm_head)
   std::vector<float> pre_norm_hidden;  // [rows, hidden] residual stream before the final norm
 };
@@ -86,6 +92,10 @@ class Model {
   kernels::Activations activations() const { return activations_; }
   // Bits of the drafter's head copy, 0 when the drafter uses the model's head.
   int draft_head_bits() const { return draft_head_ ? draft_head_->bits() : 0; }
+  // Ids the drafter can propose: [0, draft_vocab()).
+  int64_t draft_vocab() const {
+    return draft_head_ ? draft_head_->matrix().rows : config_.vocab_size;
+  }
 
   std::unique_ptr<state::SequenceState> NewState() const;
 
