@@ -64,6 +64,7 @@ class SpeculativeRun {
   sample::SamplingParams draft_params_;
   sample::CounterRng rng_;
   std::vector<int32_t> counts_;
+  state::VerifyCapture capture_;  // reused by every verify pass (its buffers are recycled)
   std::unique_ptr<state::SequenceState> trunk_, mtp_;
   GenerateResult result_;
   SpeculativeStats stats_;
@@ -183,9 +184,8 @@ Status SpeculativeRun::Cycle() {
   timer.Reset();
   std::vector<int32_t> rows = {primary};
   rows.insert(rows.end(), drafts.begin(), drafts.end());
-  state::VerifyCapture capture;
   model::ForwardOptions verify;
-  verify.capture = &capture;
+  verify.capture = &capture_;
   model::ForwardOutput target;
   MTPLX_RETURN_IF_ERROR(model_.Forward(*trunk_, rows, verify, &target));
   ++stats_.verify_calls;
@@ -233,7 +233,7 @@ Status SpeculativeRun::Cycle() {
   // 5. Commit the rows [primary, d1..d_accepted]; queue their MTP history pairs.
   timer.Reset();
   const int keep = accepted + 1;
-  MTPLX_RETURN_IF_ERROR(model_.CommitVerify(*trunk_, capture, keep));
+  MTPLX_RETURN_IF_ERROR(model_.CommitVerify(*trunk_, capture_, keep));
   for (int j = 0; j < accepted; ++j) AddMtpPair(Hidden(target, j), drafts[j]);
   last_hidden_.assign(Hidden(target, keep - 1), Hidden(target, keep - 1) + hidden_size_);
   ++stats_.cycles;

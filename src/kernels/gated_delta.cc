@@ -28,14 +28,18 @@ struct HeadView {
 
 // The two fused passes of one recurrent step over the dk x dv state (restrict-qualified so that
 // the loops over c vectorize).
+// `from` is either `s` itself (in place) or a separate starting state; element c of a row is
+// read before it is written, so both run the same operations.
 MTPLX_TARGET_CLONES void DecayAndProject(float alpha, const float* __restrict k, int64_t dk,
-                                         int64_t dv, float* __restrict s, float* __restrict delta) {
+                                         int64_t dv, const float* from, float* s,
+                                         float* __restrict delta) {
   for (int64_t c = 0; c < dv; ++c) delta[c] = 0.0f;
   for (int64_t d = 0; d < dk; ++d) {
-    float* __restrict row = s + d * dv;
+    const float* source = from + d * dv;
+    float* row = s + d * dv;
     const float kd = k[d];
     for (int64_t c = 0; c < dv; ++c) {
-      row[c] *= alpha;
+      row[c] = source[c] * alpha;
       delta[c] += row[c] * kd;
     }
   }
@@ -55,7 +59,8 @@ MTPLX_TARGET_CLONES void UpdateAndRead(const float* __restrict k, const float* _
   }
 }
 
-void RecurrentHead(const HeadView& h, int64_t tokens, float* s, float* out, float* delta_out) {
+void RecurrentHead(const HeadView& h, int64_t tokens, const float* initial, float* s, float* out,
+                   float* delta_out) {
   const int64_t dk = h.dims.key_dim, dv = h.dims.value_dim;
   std::vector<float> delta(dv);
   for (int64_t t = 0; t < tokens; ++t) {
@@ -65,7 +70,7 @@ void RecurrentHead(const HeadView& h, int64_t tokens, float* s, float* out, floa
     // Two passes over the state instead of four (decay fused with m = S^T k, the rank-1 update
     // fused with o = S^T q); each value still sees the same operations in the same order as the
     // reference definition, so the results are unchanged.
-    DecayAndProject(alpha, h.k(t), dk, dv, s, delta.data());
+    DecayAndProject(alpha, h.k(t), dk, dv, t == 0 ? initial : s, s, delta.data());
     for (int64_t c = 0; c < dv; ++c) delta[c] = beta * (v[c] - delta[c]);
     if (delta_out)
       std::copy(delta.begin(), delta.end(), delta_out + (t * h.dims.value_heads + h.head) * dv);
@@ -160,11 +165,13 @@ void ForEachHead(const GdnDims& dims, ThreadPool* pool, Fn&& fn) {
 }  // namespace
 
 void GdnRecurrent(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float* state,
-                  float* out, ThreadPool* pool, float* delta_out) {
+                  float* out, ThreadPool* pool, float* delta_out, const float* initial) {
   const int64_t ratio = dims.value_heads / dims.key_heads;
+  const int64_t size = dims.key_dim * dims.value_dim;
   ForEachHead(dims, pool, [&](int64_t h) {
     HeadView view{dims, in, h, h / ratio};
-    RecurrentHead(view, tokens, state + h * dims.key_dim * dims.value_dim, out, delta_out);
+    float* s = state + h * size;
+    RecurrentHead(view, tokens, initial ? initial + h * size : s, s, out, delta_out);
   });
 }
 

@@ -33,8 +33,12 @@ struct GdnInputs {
 };
 
 // delta_out (optional): [T, Hv, Dv] per-row updates beta * (v - S^T k), for GdnReplay.
+// initial (optional): the state to start from, read by the first token, which writes its result
+// into `state` (whose old contents are ignored); a verify pass keeps its starting state this way
+// without copying it. The arithmetic is the same either way.
 void GdnRecurrent(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float* state,
-                  float* out, ThreadPool* pool, float* delta_out = nullptr);
+                  float* out, ThreadPool* pool, float* delta_out = nullptr,
+                  const float* initial = nullptr);
 
 // Re-applies recorded rows to a state: S <- exp(g) S; S += k delta^T. Performs the same
 // operations as GdnRecurrent, so the result is bit-identical to the original pass.

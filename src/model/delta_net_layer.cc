@@ -22,7 +22,6 @@ void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::Del
 
   if (capture) {
     capture->initial_conv = st.conv;
-    capture->initial_recurrent = st.recurrent;
     capture->conv_inputs = qkv;
   }
   std::vector<float> mixed(m * conv_dim);
@@ -58,13 +57,19 @@ void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::Del
     kernels::GdnChunked(dims, m, in, st.recurrent.data(), o.data(), ctx.pool);
   } else {
     float* deltas = nullptr;
+    const float* initial = nullptr;
     if (capture) {
       capture->keys = k;
       capture->log_decay = g;
-      capture->deltas.assign(m * value_dim, 0.0f);
+      capture->deltas.resize(m * value_dim);
       deltas = capture->deltas.data();
+      // Keep the starting state by handing its buffer to the capture; the pass starts from it
+      // and writes into the capture's previous buffer (reused across verify passes).
+      capture->initial_recurrent.resize(st.recurrent.size());
+      capture->initial_recurrent.swap(st.recurrent);
+      initial = capture->initial_recurrent.data();
     }
-    kernels::GdnRecurrent(dims, m, in, st.recurrent.data(), o.data(), ctx.pool, deltas);
+    kernels::GdnRecurrent(dims, m, in, st.recurrent.data(), o.data(), ctx.pool, deltas, initial);
   }
 
   // Gated RMSNorm per value head with z, then the output projection.

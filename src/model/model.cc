@@ -51,7 +51,8 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
 Status Model::PrepareDraftHead(const LoadOptions& options) {
   const Matrix& head = weights_.lm_head;
   if (!has_mtp() || options.draft_head_bits <= 0) return Status::Ok();
-  const int64_t rows = options.draft_vocab > 0 ? std::min(options.draft_vocab, head.rows) : head.rows;
+  const int64_t rows =
+      options.draft_vocab > 0 ? std::min(options.draft_vocab, head.rows) : head.rows;
   if (head.quantized && head.quant.bits <= options.draft_head_bits && rows == head.rows)
     return Status::Ok();
   MTPLX_ASSIGN_OR_RETURN(draft_head_,
@@ -213,7 +214,8 @@ Status Model::Forward(state::SequenceState& state, std::span<const int32_t> toke
   if (options.capture) {
     options.capture->start_position = state.position();
     options.capture->rows = m;
-    options.capture->layers.assign(c.num_layers, {});
+    // Resized, not rebuilt: a capture reused across verify passes keeps its buffers.
+    options.capture->layers.resize(c.num_layers);
   }
   std::vector<float> x(m * h);
   Scratch scratch{std::vector<float>(m * h), std::vector<float>(m * h)};

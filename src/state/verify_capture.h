@@ -6,6 +6,7 @@
 // S <- exp(g) * S; S += k delta^T for the kept rows performs exactly the operations the forward
 // performed, so the committed state is bit-identical to having decoded those rows one by one.
 // The conv window is rebuilt from the starting window and the kept rows' pre-conv inputs.
+// A capture may be reused across verify passes: its buffers are recycled, not reallocated.
 #pragma once
 
 #include <cstdint>

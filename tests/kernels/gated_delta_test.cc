@@ -68,6 +68,26 @@ TEST(GatedDeltaTest, RecurrentSplitsIntoStepsBitExactly) {
   EXPECT_EQ(o, o_step);
 }
 
+// Starting from a separate initial state (what a verify pass does to keep its starting state)
+// gives the same bits as running in place, and leaves the initial state untouched.
+TEST(GatedDeltaTest, SeparateInitialStateEqualsInPlace) {
+  const GdnDims dims{2, 4, 16, 16};
+  for (int64_t tokens : {1, 2, 5}) {
+    const Inputs in = RandomInputs(dims, tokens, 40 + tokens);
+    const int64_t state_size = dims.value_heads * dims.key_dim * dims.value_dim;
+    std::vector<float> in_place(state_size), initial(state_size), out_of_place(state_size, 7.0f);
+    for (int64_t i = 0; i < state_size; ++i) in_place[i] = initial[i] = 0.001f * (i % 97);
+    const std::vector<float> kept = initial;
+    std::vector<float> o1(tokens * dims.value_heads * dims.value_dim), o2(o1.size());
+    GdnRecurrent(dims, tokens, in.view(), in_place.data(), o1.data(), nullptr);
+    GdnRecurrent(dims, tokens, in.view(), out_of_place.data(), o2.data(), nullptr, nullptr,
+                 initial.data());
+    EXPECT_EQ(out_of_place, in_place);
+    EXPECT_EQ(o2, o1);
+    EXPECT_EQ(initial, kept);
+  }
+}
+
 TEST(CausalConvTest, MatchesDirectDefinitionAndCarriesWindow) {
   const int64_t channels = 5, kernel = 4, tokens = 7;
   SplitMix64 rng(1);
