@@ -71,12 +71,13 @@ MTPLX_AVX512_ATTN inline __m512 SumEach(const __m512* v) {
   const __m512 e1 = _mm512_add_ps(_mm512_unpacklo_ps(d[2], d[3]), _mm512_unpackhi_ps(d[2], d[3]));
   const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(e0, e1, 0x44), _mm512_shuffle_ps(e0, e1, 0xEE));
   // Lane 4k + i of f holds source 4i + k; put source s in lane s.
-  const __m512i order =
-      _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
   return _mm512_permutexvar_ps(order, f);
 }
 
 // Scores of keys t0 .. t0 + count - 1 (count <= 16) against q, times scale, into scores[t0 ..].
+// Full blocks (count = 16 known at compile time) keep all 16 accumulators in registers.
+template <bool Full>
 MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const float* keys, int64_t kv_stride,
                                          int64_t d, int64_t t0, int count, float scale,
                                          float* scores) {
@@ -85,8 +86,11 @@ MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const float* keys, int6
   for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t c = 0; c < d; c += 16) {
     const __m512 qc = _mm512_loadu_ps(q + c);
-    for (int j = 0; j < count; ++j)
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) {
+      if (!Full && j >= count) break;
       acc[j] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(keys + (t0 + j) * kv_stride + c), acc[j]);
+    }
   }
   const __m512 s = _mm512_mul_ps(SumEach(acc), _mm512_set1_ps(scale));
   _mm512_mask_storeu_ps(scores + t0, static_cast<__mmask16>((1u << count) - 1), s);
@@ -96,9 +100,11 @@ MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const float* keys, int6
 MTPLX_AVX512_ATTN void AttendOne(const float* q, const float* keys, const float* values,
                                  int64_t kv_stride, int64_t d, int64_t length, float scale,
                                  float* scores, float* out) {
-  for (int64_t t0 = 0; t0 < length; t0 += 16)
-    ScoreBlock(q, keys, kv_stride, d, t0, static_cast<int>(std::min<int64_t>(16, length - t0)),
-               scale, scores);
+  int64_t t0 = 0;
+  for (; t0 + 16 <= length; t0 += 16)
+    ScoreBlock<true>(q, keys, kv_stride, d, t0, 16, scale, scores);
+  if (t0 < length)
+    ScoreBlock<false>(q, keys, kv_stride, d, t0, static_cast<int>(length - t0), scale, scores);
   float max = scores[0];
   for (int64_t t = 1; t < length; ++t) max = scores[t] > max ? scores[t] : max;
   for (int64_t t = 0; t < length; ++t) scores[t] = ExpF32(scores[t] - max);
@@ -121,7 +127,8 @@ MTPLX_AVX512_ATTN void AttendOne(const float* q, const float* keys, const float*
     }
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i)
-      if (i < chunks) _mm512_storeu_ps(out + c + 16 * i, _mm512_mul_ps(o[i], _mm512_set1_ps(inverse)));
+      if (i < chunks)
+        _mm512_storeu_ps(out + c + 16 * i, _mm512_mul_ps(o[i], _mm512_set1_ps(inverse)));
   }
 }
 

@@ -5,6 +5,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/simd.h"
@@ -59,8 +63,73 @@ MTPLX_TARGET_CLONES void UpdateAndRead(const float* __restrict k, const float* _
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MTPLX_GDN_AVX512 __attribute__((target("avx512f")))
+
+// The same two passes with the accumulators (64 columns at a time) held in registers. Separate
+// multiply and add, never fused, so every value matches the plain loops and GdnReplay.
+MTPLX_GDN_AVX512 void DecayAndProjectAvx512(float alpha, const float* k, int64_t dk, int64_t dv,
+                                            const float* from, float* s, float* delta) {
+  const __m512 a = _mm512_set1_ps(alpha);
+  for (int64_t c0 = 0; c0 < dv; c0 += 64) {
+    const int n = static_cast<int>(std::min<int64_t>(4, (dv - c0) / 16));
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    for (int64_t d = 0; d < dk; ++d) {
+      const __m512 kd = _mm512_set1_ps(k[d]);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        if (i >= n) break;
+        const int64_t at = d * dv + c0 + 16 * i;
+        const __m512 row = _mm512_mul_ps(_mm512_loadu_ps(from + at), a);
+        _mm512_storeu_ps(s + at, row);
+        acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(row, kd));
+      }
+    }
+    for (int i = 0; i < n; ++i) _mm512_storeu_ps(delta + c0 + 16 * i, acc[i]);
+  }
+}
+
+MTPLX_GDN_AVX512 void UpdateAndReadAvx512(const float* k, const float* q, const float* delta,
+                                          int64_t dk, int64_t dv, float* s, float* o) {
+  for (int64_t c0 = 0; c0 < dv; c0 += 64) {
+    const int n = static_cast<int>(std::min<int64_t>(4, (dv - c0) / 16));
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    __m512 dl[4];
+    for (int i = 0; i < n; ++i) dl[i] = _mm512_loadu_ps(delta + c0 + 16 * i);
+    for (int64_t d = 0; d < dk; ++d) {
+      const __m512 kd = _mm512_set1_ps(k[d]), qd = _mm512_set1_ps(q[d]);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        if (i >= n) break;
+        const int64_t at = d * dv + c0 + 16 * i;
+        const __m512 row = _mm512_add_ps(_mm512_loadu_ps(s + at), _mm512_mul_ps(kd, dl[i]));
+        _mm512_storeu_ps(s + at, row);
+        acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(row, qd));
+      }
+    }
+    for (int i = 0; i < n; ++i) _mm512_storeu_ps(o + c0 + 16 * i, acc[i]);
+  }
+}
+
+bool GdnAvx512(int64_t dv) {
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return supported && dv % 16 == 0;
+}
+#else
+bool GdnAvx512(int64_t) { return false; }
+void DecayAndProjectAvx512(float, const float*, int64_t, int64_t, const float*, float*, float*) {}
+void UpdateAndReadAvx512(const float*, const float*, const float*, int64_t, int64_t, float*,
+                         float*) {}
+#endif
+
 void RecurrentHead(const HeadView& h, int64_t tokens, const float* initial, float* s, float* out,
                    float* delta_out) {
+  const bool fast = GdnAvx512(h.dims.value_dim);
   const int64_t dk = h.dims.key_dim, dv = h.dims.value_dim;
   std::vector<float> delta(dv);
   for (int64_t t = 0; t < tokens; ++t) {
@@ -70,12 +139,20 @@ void RecurrentHead(const HeadView& h, int64_t tokens, const float* initial, floa
     // Two passes over the state instead of four (decay fused with m = S^T k, the rank-1 update
     // fused with o = S^T q); each value still sees the same operations in the same order as the
     // reference definition, so the results are unchanged.
-    DecayAndProject(alpha, h.k(t), dk, dv, t == 0 ? initial : s, s, delta.data());
+    if (fast) {
+      DecayAndProjectAvx512(alpha, h.k(t), dk, dv, t == 0 ? initial : s, s, delta.data());
+    } else {
+      DecayAndProject(alpha, h.k(t), dk, dv, t == 0 ? initial : s, s, delta.data());
+    }
     for (int64_t c = 0; c < dv; ++c) delta[c] = beta * (v[c] - delta[c]);
     if (delta_out)
       std::copy(delta.begin(), delta.end(), delta_out + (t * h.dims.value_heads + h.head) * dv);
-    UpdateAndRead(h.k(t), h.q(t), delta.data(), dk, dv, s,
-                  out + (t * h.dims.value_heads + h.head) * dv);
+    float* o = out + (t * h.dims.value_heads + h.head) * dv;
+    if (fast) {
+      UpdateAndReadAvx512(h.k(t), h.q(t), delta.data(), dk, dv, s, o);
+    } else {
+      UpdateAndRead(h.k(t), h.q(t), delta.data(), dk, dv, s, o);
+    }
   }
 }
 

@@ -7,25 +7,40 @@
 
 namespace mtplx::kernels {
 
+namespace {
+
+// sum of x[i]^2 in 16 interleaved partial sums, then a fixed tree (vectorizes; a single running
+// sum would be a chain of dependent adds).
+MTPLX_TARGET_CLONES float SumOfSquares(const float* x, int64_t n) {
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += x[i + j] * x[i + j];
+  for (int j = 0; i < n; ++i, ++j) acc[j] += x[i] * x[i];
+  for (int width = kLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
+  return acc[0];
+}
+
+}  // namespace
+
 MTPLX_TARGET_CLONES void RmsNorm(const float* x, const float* gain, int64_t n, float eps,
                                  float* out) {
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
+  const float sum = SumOfSquares(x, n);
   const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * gain[i];
 }
 
 MTPLX_TARGET_CLONES void GatedRmsNorm(const float* x, const float* z, const float* weight,
                                       int64_t n, float eps, float* out) {
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
+  const float sum = SumOfSquares(x, n);
   const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i] * SiluScalar(z[i]);
 }
 
 void L2Normalize(float* x, int64_t n, float eps) {
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
+  const float sum = SumOfSquares(x, n);
   const float inv = 1.0f / std::sqrt(sum + eps);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
