@@ -64,7 +64,9 @@ class SpeculativeRun {
   sample::SamplingParams draft_params_;
   sample::CounterRng rng_;
   std::vector<int32_t> counts_;
-  state::VerifyCapture capture_;  // reused by every verify pass (its buffers are recycled)
+  // Reused by every cycle, so their buffers are recycled instead of reallocated.
+  state::VerifyCapture capture_;
+  model::ForwardOutput draft_out_, target_;
   std::unique_ptr<state::SequenceState> trunk_, mtp_;
   GenerateResult result_;
   SpeculativeStats stats_;
@@ -149,7 +151,7 @@ Status SpeculativeRun::Cycle() {
   model::ForwardOptions last_row;
   last_row.all_logits = false;
   last_row.draft_head = true;
-  model::ForwardOutput draft_out;
+  model::ForwardOutput& draft_out = draft_out_;
   MTPLX_RETURN_IF_ERROR(
       model_.ForwardMtp(*mtp_, pair_tokens_, pair_hidden_.data(), last_row, &draft_out));
   pair_tokens_.clear();
@@ -186,7 +188,7 @@ Status SpeculativeRun::Cycle() {
   rows.insert(rows.end(), drafts.begin(), drafts.end());
   model::ForwardOptions verify;
   verify.capture = &capture_;
-  model::ForwardOutput target;
+  model::ForwardOutput& target = target_;
   MTPLX_RETURN_IF_ERROR(model_.Forward(*trunk_, rows, verify, &target));
   ++stats_.verify_calls;
   stats_.verify_seconds += timer.Seconds();
