@@ -34,6 +34,7 @@ struct BenchFlags {
   // Loaded as `run` loads the model, so the numbers are the ones generation sees.
   std::string activations = GenerationFlags().activations;
   int draft_head_bits = GenerationFlags().draft_head_bits;
+  int64_t draft_vocab = GenerationFlags().draft_vocab;
 };
 
 // "0.9,0.8" -> {0.9, 0.8}; each value within [low, high].
@@ -91,6 +92,7 @@ nlohmann::json ReportJson(const engine::BenchReport& r, const model::Model& m,
           {"weight_bytes", m.weight_bytes()},
           {"activations", ActivationsName(m)},
           {"draft_head_bits", m.draft_head_bits()},
+          {"draft_vocab", m.draft_vocab()},
           {"resident_bytes", r.resident_bytes},
           {"read_bandwidth_gbs", r.bandwidth.read_gbs},
           {"triad_bandwidth_gbs", r.bandwidth.triad_gbs},
@@ -166,6 +168,7 @@ int RunBenchCommand(BenchFlags f) {
   load.activations =
       f.activations == "f32" ? kernels::Activations::kF32 : kernels::Activations::kInt8;
   load.draft_head_bits = f.draft_head_bits;
+  load.draft_vocab = f.draft_vocab;
   auto loaded = model::Model::Load(f.model_dir, load);
   if (!loaded.ok()) return ReportError(loaded.status().message());
   const model::Model& m = **loaded;
@@ -216,6 +219,9 @@ Runner AddBenchCommand(CLI::App& app) {
   cmd->add_option("--draft-head-bits", f->draft_head_bits,
                   "Bits of the drafter's copy of the output head (default as run; 0 = the model's)")
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
+  cmd->add_option("--draft-vocab", f->draft_vocab,
+                  "Ids of the draft head (default as run: -1 = a quarter of the vocabulary)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   cmd->add_flag("--quiet", f->quiet, "No progress bar or notices on stderr");
   cmd->footer(
       "Formulae (times are medians of interleaved samples):\n"

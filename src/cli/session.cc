@@ -44,8 +44,9 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
                   "Bits of the drafter's copy of the output head (0 = the model's head)")
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
   cmd->add_option("--draft-vocab", f.draft_vocab,
-                  "Ids the drafter may propose: the N most frequent (lowest) ids (0 = all)")
-      ->check(CLI::NonNegativeNumber);
+                  "Ids the drafter may propose: the N lowest (most frequent) ids; 0 = all, "
+                  "-1 = a quarter of the vocabulary (default)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   cmd->add_option("--think", f.think, "Reasoning: auto (template default) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--stop", f.stop, "Stop before this text (repeatable)");

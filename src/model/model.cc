@@ -51,8 +51,9 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
 Status Model::PrepareDraftHead(const LoadOptions& options) {
   const Matrix& head = weights_.lm_head;
   if (!has_mtp() || options.draft_head_bits <= 0) return Status::Ok();
-  const int64_t rows =
-      options.draft_vocab > 0 ? std::min(options.draft_vocab, head.rows) : head.rows;
+  const int64_t wanted =
+      options.draft_vocab == kAutoDraftVocab ? AutoDraftVocab(head.rows) : options.draft_vocab;
+  const int64_t rows = wanted > 0 ? std::min(wanted, head.rows) : head.rows;
   if (head.quantized && head.quant.bits <= options.draft_head_bits && rows == head.rows)
     return Status::Ok();
   MTPLX_ASSIGN_OR_RETURN(draft_head_,

@@ -48,6 +48,15 @@ struct Better {
   bool operator()(int32_t a, int32_t b) const { return s[a] > s[b] || (s[a] == s[b] && a < b); }
 };
 
+// The first i >= from with s[i] > bound (n if none). A loop of its own: inside the heap loop the
+// compiler kept the index in memory, and the scan over the whole vocabulary is the hot part.
+template <typename T>
+size_t NextAbove(const T* s, size_t from, size_t n, T bound) {
+  size_t i = from;
+  while (i < n && !(s[i] > bound)) ++i;
+  return i;
+}
+
 // The k best ids, best first (what partial_sort gives). For k well below n, one pass keeps a heap
 // of the k best so far and skips every value not above the worst of them: ids arrive in
 // increasing order, so a value equal to the worst ranks below it.
@@ -66,8 +75,7 @@ std::vector<int32_t> BestIndices(const T* s, size_t n, size_t k) {
   std::iota(ids.begin(), ids.end(), 0);
   std::make_heap(ids.begin(), ids.end(), better);  // front: the worst of the k
   T worst = s[ids.front()];
-  for (size_t i = k; i < n; ++i) {
-    if (!(s[i] > worst)) continue;
+  for (size_t i = NextAbove(s, k, n, worst); i < n; i = NextAbove(s, i + 1, n, worst)) {
     std::pop_heap(ids.begin(), ids.end(), better);
     ids.back() = static_cast<int32_t>(i);
     std::push_heap(ids.begin(), ids.end(), better);
@@ -93,9 +101,8 @@ Scaled ScaleAndRank(std::span<const float> logits, const SamplingParams& params,
   const size_t vocab = logits.size();
   Scaled out;
   // Zero penalty weights leave every value unchanged (l - 0 is exact), whatever the counts.
-  const bool penalties =
-      (params.frequency_penalty != 0.0 || params.presence_penalty != 0.0) &&
-      std::any_of(counts.begin(), counts.end(), [](int32_t c) { return c > 0; });
+  const bool penalties = (params.frequency_penalty != 0.0 || params.presence_penalty != 0.0) &&
+                         std::any_of(counts.begin(), counts.end(), [](int32_t c) { return c > 0; });
   if (!penalties) {
     const double max = static_cast<double>(MaxOf(logits.data(), vocab)) * inv_t;
     out.log_z = max + std::log(kernels::SumExpScaled(logits.data(), static_cast<int64_t>(vocab),

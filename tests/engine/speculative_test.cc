@@ -21,13 +21,25 @@ namespace {
 
 // "trained" is the bundled trained model (models/default), whose MTP head really predicts, so
 // long accepted runs happen without an oracle; the others are synthetic presets.
-std::unique_ptr<model::Model> LoadPreset(const std::string& preset, int draft_head_bits = 0) {
+// How a test loads its model: the library defaults, or what the CLI runs (int8 activations and
+// panelled weights, a 4-bit draft head over part of the vocabulary).
+struct LoadChoice {
+  int bits = 0;  // synthetic presets: MLX affine bits of the checkpoint (0: bf16 HF layout)
+  int draft_head_bits = 0;
+  int64_t draft_vocab = 0;
+  kernels::Activations activations = kernels::Activations::kF32;
+};
+
+std::unique_ptr<model::Model> LoadPreset(const std::string& preset, const LoadChoice& choice = {}) {
   model::LoadOptions options;
   options.show_progress = false;
   options.threads = 1;
-  options.draft_head_bits = draft_head_bits;
-  const std::string dir =
-      preset == "trained" ? testing::TrainedModelDir() : testing::SyntheticModel(preset);
+  options.draft_head_bits = choice.draft_head_bits;
+  options.draft_vocab = choice.draft_vocab;
+  options.activations = choice.activations;
+  const std::string dir = preset == "trained" ? testing::TrainedModelDir()
+                          : choice.bits > 0   ? testing::SyntheticModel(preset, "mlx", choice.bits)
+                                              : testing::SyntheticModel(preset);
   auto m = model::Model::Load(dir, options);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return m.ok() ? std::move(m).value() : nullptr;
@@ -55,12 +67,15 @@ std::vector<int32_t> SharedPrefix() {
 // Prompts p of GreedyRequest; with a prefix, each prompt is the prefix followed by prompt p, and
 // every request restores the same snapshot (which earlier requests have run past).
 void ExpectGreedyEquality(const std::string& preset, int prompts, bool oracle,
-                          bool from_prefix = false, int draft_head_bits = 0) {
+                          bool from_prefix = false, const LoadChoice& choice = {}) {
   if (preset == "trained" && !std::filesystem::exists(testing::TrainedModelDir() + "/config.json"))
     GTEST_SKIP() << "no trained model in models/default";
-  auto m = LoadPreset(preset, draft_head_bits);
+  auto m = LoadPreset(preset, choice);
   ASSERT_TRUE(m);
-  ASSERT_EQ(m->draft_head_bits(), draft_head_bits);
+  if (choice.draft_head_bits > 0 && m->draft_head_bits() > 0)
+    ASSERT_EQ(m->draft_head_bits(), choice.draft_head_bits);
+  if (choice.draft_vocab > 0)
+    ASSERT_EQ(m->draft_vocab(), std::min<int64_t>(choice.draft_vocab, m->config().vocab_size));
   std::optional<PrefixState> prefix;
   if (from_prefix) {
     auto built = BuildPrefix(*m, SharedPrefix());
@@ -115,7 +130,16 @@ TEST_P(GreedyEqualityTest, MtpHeadDrafts) { ExpectGreedyEquality(GetParam(), 50,
 TEST_P(GreedyEqualityTest, OracleDrafts) { ExpectGreedyEquality(GetParam(), 50, true); }
 // The drafter's 4-bit copy of the output head changes the drafts, never the output.
 TEST_P(GreedyEqualityTest, MtpHeadDraftsThrough4BitDraftHead) {
-  ExpectGreedyEquality(GetParam(), 20, false, /*from_prefix=*/false, /*draft_head_bits=*/4);
+  ExpectGreedyEquality(GetParam(), 20, false, /*from_prefix=*/false, {.draft_head_bits = 4});
+}
+// What the CLI runs: int8 activations with 8-bit weights repacked into panels, a 4-bit draft head
+// (panelled too) over the 300 lowest ids only.
+TEST_P(GreedyEqualityTest, AsTheCliRunsIt) {
+  ExpectGreedyEquality(GetParam(), 20, false, /*from_prefix=*/false,
+                       {.bits = 8,
+                        .draft_head_bits = 4,
+                        .draft_vocab = 300,
+                        .activations = kernels::Activations::kInt8});
 }
 TEST_P(GreedyEqualityTest, FromRestoredPrefixSnapshot) {
   ExpectGreedyEquality(GetParam(), 50, false, /*from_prefix=*/true);
