@@ -8,6 +8,7 @@
 #include "base/thread_pool.h"
 #include "kernels/affine_quant.h"
 #include "kernels/matmul.h"
+#include "kernels/panels.h"
 
 namespace mtplx::kernels {
 namespace {
@@ -50,11 +51,14 @@ BenchMatrix Make(int64_t rows, int64_t cols, int bits) {
 // (16384 x 4096, an FFN projection of a 4B-class model) is larger than the L3 cache, so the
 // weights stream from memory as they do in decoding.
 // Times MatMul on a rows x 4096 matrix for the benchmark's args; returns its storage bytes.
-uint64_t TimeMatMul(benchmark::State& state, int64_t rows, ThreadPool* pool) {
+// With `panels`, the matrix is first repacked into the int8 kernel's panel layout (as the CLI
+// loads 4- and 8-bit weights).
+uint64_t TimeMatMul(benchmark::State& state, int64_t rows, ThreadPool* pool, bool panels = false) {
   const int bits = static_cast<int>(state.range(0));
   const int64_t m_rows = state.range(1), cols = 4096;
   const Activations activations = state.range(2) ? Activations::kInt8 : Activations::kF32;
   BenchMatrix w = Make(rows, cols, bits);
+  if (panels) RepackToPanels(w.m);
   std::vector<float> x(m_rows * cols, 0.5f), y(m_rows * rows);
   for (auto _ : state) {
     MatMul(w.m, x.data(), m_rows, y.data(), pool, activations);
@@ -81,6 +85,26 @@ void BM_MatMulInCache(benchmark::State& state) {
 }
 BENCHMARK(BM_MatMulInCache)
     ->ArgsProduct({{0, 4, 6, 8}, {1, 2, 4, 8}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
+// The panel kernel (4- and 8-bit weights repacked into 16-row panels, int8 activations), streamed
+// from memory on all threads and in cache on one thread. Args: bits, M, 1.
+void BM_MatMulPanels(benchmark::State& state) {
+  ThreadPool pool;
+  const uint64_t bytes = TimeMatMul(state, 16384, &pool, /*panels=*/true);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+BENCHMARK(BM_MatMulPanels)
+    ->ArgsProduct({{4, 8}, {1, 2, 3, 4, 8}, {1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_MatMulInCachePanels(benchmark::State& state) {
+  TimeMatMul(state, 1024, nullptr, /*panels=*/true);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 1024 * 4096);
+}
+BENCHMARK(BM_MatMulInCachePanels)
+    ->ArgsProduct({{4, 8}, {1, 2, 3, 4, 8}, {1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -20,6 +20,7 @@ struct ScoreOptions {
   std::string tokens;
   std::string logits_out;
   std::string delta_path = "auto";
+  std::string activations = "f32";  // the reference numerics; int8 scores as `run` computes
   int threads = 0;
   int chunk = 512;
 };
@@ -58,6 +59,8 @@ int RunScore(const ScoreOptions& o) {
   model::LoadOptions load;
   load.threads = o.threads;
   load.show_progress = false;
+  load.activations =
+      o.activations == "int8" ? kernels::Activations::kInt8 : kernels::Activations::kF32;
   auto loaded = model::Model::Load(o.model_dir, load);
   if (!loaded.ok()) return ReportError(loaded.status().message());
   const model::Model& m = **loaded;
@@ -99,6 +102,9 @@ Runner AddScoreCommand(CLI::App& app) {
   cmd->add_option("--logits-out", o->logits_out, "Write f32 logits [rows, vocab] here");
   cmd->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
   cmd->add_option("--chunk", o->chunk, "Rows per forward call")->check(CLI::PositiveNumber);
+  cmd->add_option("--activations", o->activations,
+                  "Activations meeting quantized weights: f32 (exact, default) | int8 (as run)")
+      ->check(CLI::IsMember({"int8", "f32"}));
   cmd->add_option("--delta-path", o->delta_path, "auto | recurrent | chunked")
       ->check(CLI::IsMember({"auto", "recurrent", "chunked"}));
   return [o] { return RunScore(*o); };

@@ -61,6 +61,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json-out")
+    ap.add_argument("--extra", default="", help="more mtplx run flags for the speculative runs, "
+                    "e.g. '--draft-vocab 0'")
     args = ap.parse_args()
 
     prompts = snippets(args.heldout, args.prompts, args.seed, 1500)
@@ -74,14 +76,22 @@ def main():
         seconds = sum(r["stats"]["tokens"] / r["stats"]["tok_s"] for r in runs if r["stats"]["tok_s"] > 0)
         return tokens / seconds if seconds else 0.0
 
-    plain = [run(args.mtplx, args.model, p, sampler + ["--no-mtp", "--seed", str(i)], args.threads)
-             for i, p in enumerate(prompts)]
+    # Interleaved per prompt (plain, then each depth), so that a slow spell of this shared machine
+    # hits every mode alike.
+    depths = [int(d) for d in args.depths.split(",")]
+    plain, by_depth = [], {d: [] for d in depths}
+    for i, p in enumerate(prompts):
+        plain.append(run(args.mtplx, args.model, p, sampler + ["--no-mtp", "--seed", str(i)],
+                         args.threads))
+        for depth in depths:
+            by_depth[depth].append(
+                run(args.mtplx, args.model, p,
+                    sampler + ["--depth", str(depth), "--seed", str(i), "--skip-mtp-check"] +
+                    args.extra.split(), args.threads))
     report["plain_tok_s"] = decode_rate(plain)
     print(f"plain decoding: {report['plain_tok_s']:.1f} tok/s over {len(prompts)} prompts", flush=True)
-    for depth in [int(d) for d in args.depths.split(",")]:
-        runs = [run(args.mtplx, args.model, p,
-                    sampler + ["--depth", str(depth), "--seed", str(i), "--skip-mtp-check"], args.threads)
-                for i, p in enumerate(prompts)]
+    for depth in depths:
+        runs = by_depth[depth]
         proposed = [0] * depth
         accepted = [0] * depth
         cycles = 0

@@ -5,6 +5,8 @@ Inputs (all written by earlier stages of run_all.sh):
   runs/RUN/summary.json        train.py: parameters, steps, tokens, training seconds, held-out evals
   runs/RUN/verify.json         verify_export.py: logits vs transformers (optional)
   runs/RUN/acceptance.json     measure_acceptance.py: acceptance and speedup measured with mtplx
+  runs/RUN/pack_perplexity.json  pack_perplexity.py: held-out perplexity of the pack, with mtplx
+  runs/RUN/export_perplexity.json  the same for the bf16 export (runs/RUN/hf), f32 activations
   data/corpus/manifest.json    prepare_corpus.py: sources, Debian packages, licences, token counts
   PACK/mtplx_runtime.json      mtplx convert
 
@@ -62,20 +64,38 @@ def acceptance_section(acc):
     if best < 1.0:
         lines.append("")
         lines.append(
-            "**Speculation does not pay on this model yet.** The head drafts well (acceptance above), but "
-            "the whole model is 20 MB and decoding it is bound by computation per row, not by reading "
-            "weights: a verify forward of K + 1 rows costs far more than one row (`mtplx bench`: v(2) "
-            "about 1.4-1.6), and a draft step costs about a quarter of a trunk step (one decoder layer "
-            "plus the 8K-vocabulary head against eight layers). `mtplx run` still speculates at the "
-            "pack's depth 2 (the output is exact either way); `--no-mtp` is faster on this model until "
-            "`mtplx tune`, which keeps a depth only where it beats plain decoding, picks for you. On "
-            "multi-gigabyte models, where "
-            "decoding streams weights from memory, extra verify rows are cheap (see docs/performance.md).")
+            "**Speculation does not pay on this model.** The head drafts well (acceptance above), but "
+            "the whole pack is about 11 MB and sits in the CPU's 32 MB L3 cache, so a decode step is "
+            "bound by arithmetic per row, not by reading weights from memory: each extra verify row "
+            "costs its own int8 dot products (about 45 us of vpdpbusd per row at one per cycle) plus "
+            "its DeltaNet state updates, attention and norms, so a 2-row verify costs about 1.3 rows "
+            "(`mtplx bench`: v(2)), and a draft step, one decoder layer plus the draft head, about a "
+            "quarter of a trunk step. `mtplx run` still speculates at the pack's depth (the output is "
+            "exact either way); `--no-mtp` is as fast or faster on this model until `mtplx tune`, "
+            "which keeps a depth only where it beats plain decoding, picks for you. Models that do not "
+            "fit in cache stream their weights from memory, and there extra verify rows are nearly "
+            "free (see docs/performance.md).")
     lines.append("")
     lines.append(f"Command: `{acc.get('command', 'tools/train/measure_acceptance.py --model models/default')}`. "
                  "Decode speeds come from one shared 2-core machine and drift between runs; the ratios "
                  "within one run are what to compare.")
     return "\n".join(lines)
+
+
+def pack_perplexity_section(report, export):
+    """This pack as mtplx runs it, beside the bf16 export with exact activations (same windows)."""
+    if not report:
+        return ""
+    rows = [f"Held-out perplexity with mtplx (`tools/train/pack_perplexity.py`, {report['windows']} "
+            f"windows of {report['window']} tokens per set): this pack with "
+            f"{report['activations']} activations, against the bf16 export with "
+            f"{(export or {}).get('activations', '-')} activations.", "",
+            "| held-out set | this pack | bf16 export |", "| --- | --- | --- |"]
+    for name, v in report["sets"].items():
+        ref = (export or {}).get("sets", {}).get(name)
+        rows.append(f"| {name} | {v['ppl']:.2f} | {ref['ppl']:.2f} |" if ref else
+                    f"| {name} | {v['ppl']:.2f} | - |")
+    return "\n".join(rows) + "\n"
 
 
 def main():
@@ -89,8 +109,13 @@ def main():
     summary = load(os.path.join(run_dir, "summary.json"))
     verify = load(os.path.join(run_dir, "verify.json"), required=False)
     acc = load(os.path.join(run_dir, "acceptance.json"), required=False)
+    pack_ppl = load(os.path.join(run_dir, "pack_perplexity.json"), required=False)
+    export_ppl = load(os.path.join(run_dir, "export_perplexity.json"), required=False)
     manifest = load(args.manifest)
     runtime = load(os.path.join(args.pack, "mtplx_runtime.json"))
+    recipe = runtime.get("forge_provenance", {}).get("forge_recipe", {})
+    bits, group = recipe.get("bits", 0), recipe.get("group_size", 64)
+    weights = f"MLX affine {bits}-bit (groups of {group}) weights" if bits else "bf16 weights"
     spec = summary["spec"]
     state = summary["state"]
     final = state["evals"][-1] if state.get("evals") else {}
@@ -115,7 +140,7 @@ Qwen 3.5 dense (`Qwen3_5ForCausalLM` layout): {spec.get('num_hidden_layers')} la
 3:1), hidden {spec.get('hidden_size')}, FFN {spec.get('intermediate_size')}, vocabulary {spec.get('vocab_size')}
 (byte-level BPE with the Qwen 3.5 pre-tokenizer and the Qwen added tokens), tied embeddings, plus
 one MTP layer trained jointly (loss = next-token CE + {summary['args'].get('mtp_weight')} x token-after-next CE through the
-MTP head). {summary['params']:,} parameters. Pack: bf16 weights, MTP head in `mtp.safetensors`,
+MTP head). {summary['params']:,} parameters. Pack: {weights}, MTP head in `mtp.safetensors`,
 {pack_bytes / 1e6:.1f} MB in all; `mtplx_runtime.json` recommends MTP depth {runtime.get('mtp_depth_default')} and samples at
 T {runtime.get('sampler', {}).get('temperature')} / top-p {runtime.get('sampler', {}).get('top_p')} / top-k {runtime.get('sampler', {}).get('top_k')}.
 
@@ -139,8 +164,11 @@ are derived from the training splits above.
 
 ## Held-out quality
 
+During training (PyTorch, f32):
+
 {eval_table(final)}
 {verify_line}
+{pack_perplexity_section(pack_ppl, export_ppl)}
 ## MTP acceptance and speedup
 
 {acceptance_section(acc)}
