@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "base/check.h"
 
@@ -352,48 +353,42 @@ MTPLX_AVX512 void RowInt8(const Matrix& w, int64_t n, const PreparedActivations&
   for (int m = 0; m < Rows; ++m) y[m * y_stride] = _mm512_reduce_add_ps(res[m]);
 }
 
-// Runs `Kernel<Bits, Rows>` over the activation rows in blocks of up to 4 (a block keeps its
-// accumulators in registers; the codes of the weight row stay in L1 between blocks).
+// Calls fn(std::integral_constant<int, R>{}, m) for the activation rows in blocks of R <= 4
+// starting at row m: a block keeps its accumulators in registers, and the weights it reads stay
+// in L1 for the next block.
+template <typename Fn>
+inline void ForRowBlocks(int64_t rows, Fn&& fn) {
+  for (int64_t m = 0; m < rows; m += 4) {
+    switch (std::min<int64_t>(4, rows - m)) {
+      case 1:
+        fn(std::integral_constant<int, 1>{}, m);
+        break;
+      case 2:
+        fn(std::integral_constant<int, 2>{}, m);
+        break;
+      case 3:
+        fn(std::integral_constant<int, 3>{}, m);
+        break;
+      default:
+        fn(std::integral_constant<int, 4>{}, m);
+        break;
+    }
+  }
+}
+
 template <int Bits, bool Int8>
 void RowAllBlocks(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
                   int64_t y_stride) {
-  for (int64_t m = 0; m < act.rows; m += 4) {
-    const int64_t rows = std::min<int64_t>(4, act.rows - m);
+  ForRowBlocks(act.rows, [&](auto block, int64_t m) {
+    constexpr int kRows = decltype(block)::value;
     float* out = y + m * y_stride;
     if constexpr (Int8) {
-      switch (rows) {
-        case 1:
-          RowInt8<Bits, 1>(w, n, act, m, out, y_stride);
-          break;
-        case 2:
-          RowInt8<Bits, 2>(w, n, act, m, out, y_stride);
-          break;
-        case 3:
-          RowInt8<Bits, 3>(w, n, act, m, out, y_stride);
-          break;
-        default:
-          RowInt8<Bits, 4>(w, n, act, m, out, y_stride);
-          break;
-      }
+      RowInt8<Bits, kRows>(w, n, act, m, out, y_stride);
     } else {
-      const float* x = act.x + m * w.cols;
-      const float* sums = act.group_sums + m * act.groups;
-      switch (rows) {
-        case 1:
-          RowF32<Bits, 1>(w, n, x, sums, act.groups, out, y_stride);
-          break;
-        case 2:
-          RowF32<Bits, 2>(w, n, x, sums, act.groups, out, y_stride);
-          break;
-        case 3:
-          RowF32<Bits, 3>(w, n, x, sums, act.groups, out, y_stride);
-          break;
-        default:
-          RowF32<Bits, 4>(w, n, x, sums, act.groups, out, y_stride);
-          break;
-      }
+      RowF32<Bits, kRows>(w, n, act.x + m * w.cols, act.group_sums + m * act.groups, act.groups,
+                          out, y_stride);
     }
-  }
+  });
 }
 
 template <bool Int8>
@@ -557,23 +552,9 @@ MTPLX_AVX512 void PanelRows(const Matrix& w, int64_t panel, const PreparedActiva
 template <int Bits>
 void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                   int64_t y_stride) {
-  for (int64_t m = 0; m < act.rows; m += 4) {
-    float* out = y + m * y_stride;
-    switch (std::min<int64_t>(4, act.rows - m)) {
-      case 1:
-        PanelRows<Bits, 1>(w, panel, act, m, out, y_stride);
-        break;
-      case 2:
-        PanelRows<Bits, 2>(w, panel, act, m, out, y_stride);
-        break;
-      case 3:
-        PanelRows<Bits, 3>(w, panel, act, m, out, y_stride);
-        break;
-      default:
-        PanelRows<Bits, 4>(w, panel, act, m, out, y_stride);
-        break;
-    }
-  }
+  ForRowBlocks(act.rows, [&](auto block, int64_t m) {
+    PanelRows<Bits, decltype(block)::value>(w, panel, act, m, y + m * y_stride, y_stride);
+  });
 }
 
 }  // namespace
@@ -591,25 +572,10 @@ void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, f
 void DenseRow(const Matrix& w, int64_t n, const float* x, int64_t m_rows, float* y,
               int64_t y_stride) {
   const void* row = static_cast<const uint8_t*>(w.data) + n * w.cols * DTypeSize(w.dtype);
-  for (int64_t m = 0; m < m_rows; m += 4) {
-    const int64_t rows = std::min<int64_t>(4, m_rows - m);
-    const float* xm = x + m * w.cols;
-    float* out = y + m * y_stride;
-    switch (rows) {
-      case 1:
-        DenseRowBlock<1>(row, w.dtype, w.cols, xm, out, y_stride);
-        break;
-      case 2:
-        DenseRowBlock<2>(row, w.dtype, w.cols, xm, out, y_stride);
-        break;
-      case 3:
-        DenseRowBlock<3>(row, w.dtype, w.cols, xm, out, y_stride);
-        break;
-      default:
-        DenseRowBlock<4>(row, w.dtype, w.cols, xm, out, y_stride);
-        break;
-    }
-  }
+  ForRowBlocks(m_rows, [&](auto block, int64_t m) {
+    DenseRowBlock<decltype(block)::value>(row, w.dtype, w.cols, x + m * w.cols, y + m * y_stride,
+                                          y_stride);
+  });
 }
 
 void QuantRowF32(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
