@@ -6,6 +6,7 @@
 #include "kernels/matmul.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/ops.h"
+#include "kernels/parallel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -147,7 +148,8 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
                 first_position + m + 1, scale, scores.data(), out + (m * dims.heads + h) * d);
     }
   };
-  if (pool) {
+  const int64_t work = rows * dims.heads * (first_position + rows) * d * 2;
+  if (WorthParallel(pool, work)) {
     pool->ParallelFor(rows * dims.heads, 1, run);
   } else {
     run(0, rows * dims.heads);

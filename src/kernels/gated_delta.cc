@@ -11,6 +11,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/parallel.h"
 #include "kernels/simd.h"
 
 namespace mtplx::kernels {
@@ -227,12 +228,14 @@ MTPLX_TARGET_CLONES void ChunkHead(const HeadView& h, int64_t t0, int64_t n, flo
   }
 }
 
+// Runs fn(h) for every value head; `tokens` sizes the work (a few element operations per state
+// entry per token) to decide whether the pool is worth waking.
 template <typename Fn>
-void ForEachHead(const GdnDims& dims, ThreadPool* pool, Fn&& fn) {
+void ForEachHead(const GdnDims& dims, int64_t tokens, ThreadPool* pool, Fn&& fn) {
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t h = begin; h < end; ++h) fn(h);
   };
-  if (pool) {
+  if (WorthParallel(pool, dims.value_heads * dims.key_dim * dims.value_dim * tokens * 4)) {
     pool->ParallelFor(dims.value_heads, 1, run);
   } else {
     run(0, dims.value_heads);
@@ -245,7 +248,7 @@ void GdnRecurrent(const GdnDims& dims, int64_t tokens, const GdnInputs& in, floa
                   float* out, ThreadPool* pool, float* delta_out, const float* initial) {
   const int64_t ratio = dims.value_heads / dims.key_heads;
   const int64_t size = dims.key_dim * dims.value_dim;
-  ForEachHead(dims, pool, [&](int64_t h) {
+  ForEachHead(dims, tokens, pool, [&](int64_t h) {
     HeadView view{dims, in, h, h / ratio};
     float* s = state + h * size;
     RecurrentHead(view, tokens, initial ? initial + h * size : s, s, out, delta_out);
@@ -256,7 +259,7 @@ void GdnReplay(const GdnDims& dims, int64_t tokens, const float* keys, const flo
                const float* deltas, float* state, ThreadPool* pool) {
   const int64_t ratio = dims.value_heads / dims.key_heads;
   const int64_t dk = dims.key_dim, dv = dims.value_dim;
-  ForEachHead(dims, pool, [&](int64_t h) {
+  ForEachHead(dims, tokens, pool, [&](int64_t h) {
     float* s = state + h * dk * dv;
     for (int64_t t = 0; t < tokens; ++t) {
       const float alpha = std::exp(log_decay[t * dims.value_heads + h]);
@@ -269,7 +272,7 @@ void GdnReplay(const GdnDims& dims, int64_t tokens, const float* keys, const flo
 void GdnChunked(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float* state, float* out,
                 ThreadPool* pool, int64_t chunk) {
   const int64_t ratio = dims.value_heads / dims.key_heads;
-  ForEachHead(dims, pool, [&](int64_t h) {
+  ForEachHead(dims, tokens, pool, [&](int64_t h) {
     HeadView view{dims, in, h, h / ratio};
     float* s = state + h * dims.key_dim * dims.value_dim;
     for (int64_t t0 = 0; t0 < tokens; t0 += chunk)

@@ -8,6 +8,7 @@
 #include "kernels/affine_quant.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/panels.h"
+#include "kernels/parallel.h"
 #include "kernels/simd.h"
 
 namespace mtplx::kernels {
@@ -112,16 +113,12 @@ std::vector<float> GroupSums(const Matrix& w, const float* x, int64_t m_rows) {
   return sums;
 }
 
-// Below this many multiply-adds a matmul runs on the calling thread: waking the pool costs more
-// than it saves (tiny projections of small models, single verify rows of narrow matrices).
-constexpr int64_t kMinParallelWork = int64_t{1} << 16;
-
 // Splits the output rows of `w` over the pool. Which thread computes a row never changes its
 // result.
 void ForEachRow(const Matrix& w, int64_t m_rows, ThreadPool* pool,
                 const std::function<void(int64_t, int64_t)>& run) {
   const int64_t rows = w.rows;
-  if (pool && rows * w.cols * m_rows >= kMinParallelWork) {
+  if (WorthParallel(pool, rows * w.cols * m_rows)) {
     pool->ParallelFor(rows, 16, run);
   } else {
     run(0, rows);
@@ -167,7 +164,7 @@ void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, floa
       for (int64_t p = begin; p < end; ++p)
         avx512::PanelInt8(w, p, act, y + p * kPanelRows, w.rows);
     };
-    if (pool && w.rows * w.cols * m_rows >= kMinParallelWork) {
+    if (WorthParallel(pool, w.rows * w.cols * m_rows)) {
       pool->ParallelFor(panels, 1, run);
     } else {
       run(0, panels);
