@@ -220,7 +220,7 @@ Runner AddBenchCommand(CLI::App& app) {
                   "Bits of the drafter's copy of the output head (default as run; 0 = the model's)")
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
   cmd->add_option("--draft-vocab", f->draft_vocab,
-                  "Ids of the draft head (default as run: -1 = a quarter of the vocabulary)")
+                  "Ids of the draft head (default as run: -1 = automatic)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   cmd->add_flag("--quiet", f->quiet, "No progress bar or notices on stderr");
   cmd->footer(

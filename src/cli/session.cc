@@ -45,7 +45,7 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
   cmd->add_option("--draft-vocab", f.draft_vocab,
                   "Ids the drafter may propose: the N lowest (most frequent) ids; 0 = all, "
-                  "-1 = a quarter of the vocabulary (default)")
+                  "-1 = automatic (default: a quarter of the vocabulary, at least 4096)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   cmd->add_option("--think", f.think, "Reasoning: auto (template default) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
