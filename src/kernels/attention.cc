@@ -60,11 +60,11 @@ namespace {
 MTPLX_AVX512_ATTN inline __m512 SumEach(const __m512* v) {
   __m512 c[8], d[4];
 #pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i)
+  for (int64_t i = 0; i < 8; ++i)
     c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x88),
                          _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xDD));
 #pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i)
+  for (int64_t i = 0; i < 4; ++i)
     d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88),
                          _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xDD));
   // d[i] chunk k holds the 4 partial sums of source 4i + k.
@@ -124,12 +124,12 @@ MTPLX_AVX512_ATTN void AttendOne(const float* q, const float* keys, const float*
       const float* v = values + u * kv_stride + c;
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i)
-        if (i < chunks) o[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + 16 * i), o[i]);
+        if (i < chunks) o[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + int64_t{16} * i), o[i]);
     }
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i)
       if (i < chunks)
-        _mm512_storeu_ps(out + c + 16 * i, _mm512_mul_ps(o[i], _mm512_set1_ps(inverse)));
+        _mm512_storeu_ps(out + c + int64_t{16} * i, _mm512_mul_ps(o[i], _mm512_set1_ps(inverse)));
   }
 }
 

@@ -81,13 +81,13 @@ MTPLX_GDN_AVX512 void DecayAndProjectAvx512(float alpha, const float* k, int64_t
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) {
         if (i >= n) break;
-        const int64_t at = d * dv + c0 + 16 * i;
+        const int64_t at = d * dv + c0 + int64_t{16} * i;
         const __m512 row = _mm512_mul_ps(_mm512_loadu_ps(from + at), a);
         _mm512_storeu_ps(s + at, row);
         acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(row, kd));
       }
     }
-    for (int i = 0; i < n; ++i) _mm512_storeu_ps(delta + c0 + 16 * i, acc[i]);
+    for (int i = 0; i < n; ++i) _mm512_storeu_ps(delta + c0 + int64_t{16} * i, acc[i]);
   }
 }
 
@@ -98,19 +98,19 @@ MTPLX_GDN_AVX512 void UpdateAndReadAvx512(const float* k, const float* q, const 
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                      _mm512_setzero_ps()};
     __m512 dl[4];
-    for (int i = 0; i < n; ++i) dl[i] = _mm512_loadu_ps(delta + c0 + 16 * i);
+    for (int i = 0; i < n; ++i) dl[i] = _mm512_loadu_ps(delta + c0 + int64_t{16} * i);
     for (int64_t d = 0; d < dk; ++d) {
       const __m512 kd = _mm512_set1_ps(k[d]), qd = _mm512_set1_ps(q[d]);
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) {
         if (i >= n) break;
-        const int64_t at = d * dv + c0 + 16 * i;
+        const int64_t at = d * dv + c0 + int64_t{16} * i;
         const __m512 row = _mm512_add_ps(_mm512_loadu_ps(s + at), _mm512_mul_ps(kd, dl[i]));
         _mm512_storeu_ps(s + at, row);
         acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(row, qd));
       }
     }
-    for (int i = 0; i < n; ++i) _mm512_storeu_ps(o + c0 + 16 * i, acc[i]);
+    for (int i = 0; i < n; ++i) _mm512_storeu_ps(o + c0 + int64_t{16} * i, acc[i]);
   }
 }
 
