@@ -87,7 +87,7 @@ BENCHMARK(BM_MatMulInCache)
     ->ArgsProduct({{0, 4, 6, 8}, {1, 2, 4, 8}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
-// The panel kernel (4- and 8-bit weights repacked into 16-row panels, int8 activations), streamed
+// The panel kernel (weights repacked into 16-row panels, int8 activations), streamed
 // from memory on all threads and in cache on one thread. Args: bits, M, 1.
 void BM_MatMulPanels(benchmark::State& state) {
   ThreadPool pool;
@@ -95,7 +95,7 @@ void BM_MatMulPanels(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
 }
 BENCHMARK(BM_MatMulPanels)
-    ->ArgsProduct({{4, 8}, {1, 2, 3, 4, 8}, {1}})
+    ->ArgsProduct({{4, 6, 8}, {1, 2, 3, 4, 8}, {1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -104,7 +104,7 @@ void BM_MatMulInCachePanels(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 1024 * 4096);
 }
 BENCHMARK(BM_MatMulInCachePanels)
-    ->ArgsProduct({{4, 8}, {1, 2, 3, 4, 8}, {1}})
+    ->ArgsProduct({{4, 6, 8}, {1, 2, 3, 4, 8}, {1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -503,11 +503,13 @@ MTPLX_AVX512 void PanelRows(const Matrix& w, int64_t panel, const PreparedActiva
     for (int q = 0; q < 4; ++q)
 #pragma GCC unroll 4
       for (int m = 0; m < Rows; ++m) acc[q][m] = _mm512_setzero_si512();
-    if constexpr (Bits == 8) {
+    if constexpr (Bits != 4) {
+      // 4 columns x 16 rows a step: a 64-byte load for 8-bit, else 8 * Bits packed bytes
+      // spread to bytes (VBMI), in the same order.
       for (int64_t s = 0; s < group_size / 4; s += 4) {
 #pragma GCC unroll 4
         for (int q = 0; q < 4; ++q) {
-          const __m512i codes4 = _mm512_loadu_si512(wg + (s + q) * 64);
+          const __m512i codes4 = Unpack64<Bits>(wg + (s + q) * 8 * Bits, BlockLoadMask(Bits, 64));
 #pragma GCC unroll 4
           for (int m = 0; m < Rows; ++m) {
             const int8_t* xm = xg + m * act.x8_stride + (s + q) * 4;
@@ -566,11 +568,22 @@ void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act
 
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                int64_t y_stride) {
-  MTPLX_CHECK(w.quant.panels && (w.quant.bits == 4 || w.quant.bits == 8), "not a panelled matrix");
-  if (w.quant.bits == 8) {
-    PanelAllRows<8>(w, panel, act, y, y_stride);
-  } else {
-    PanelAllRows<4>(w, panel, act, y, y_stride);
+  MTPLX_CHECK(w.quant.panels, "not a panelled matrix");
+  switch (w.quant.bits) {
+    case 2:
+      return PanelAllRows<2>(w, panel, act, y, y_stride);
+    case 3:
+      return PanelAllRows<3>(w, panel, act, y, y_stride);
+    case 4:
+      return PanelAllRows<4>(w, panel, act, y, y_stride);
+    case 5:
+      return PanelAllRows<5>(w, panel, act, y, y_stride);
+    case 6:
+      return PanelAllRows<6>(w, panel, act, y, y_stride);
+    case 8:
+      return PanelAllRows<8>(w, panel, act, y, y_stride);
+    default:
+      MTPLX_CHECK(false, "unsupported bit width");
   }
 }
 

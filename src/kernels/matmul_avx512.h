@@ -50,7 +50,7 @@ void QuantRowF32(const Matrix& w, int64_t n, const PreparedActivations& act, flo
 void QuantRowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
                   int64_t y_stride);
 
-// Panel `panel` of a panelled 4- or 8-bit matrix (kernels/panels.h) against every int8
+// Panel `panel` of a panelled matrix (kernels/panels.h) against every int8
 // activation row (act.x8_columns): y[m * y_stride + i] for output row 16 * panel + i, i < 16.
 // Per group, int32 dot products for 16 outputs at once, then res += dot * scale * step in f32.
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,

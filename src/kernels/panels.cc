@@ -26,16 +26,35 @@ int64_t PanelCodeByte(const Matrix& m, int64_t r, int64_t k, bool* high) {
   return base + (c / 8) * 64 + i * 4 + c % 4;
 }
 
+// Other widths: panel p is one little-endian bit stream of codes, code (16p + i, k) at index
+// (k / 4) * 64 + 4i + k % 4 (the 8-bit layout, at `bits` bits a code).
+int64_t PanelStreamIndex(int64_t r, int64_t k) {
+  return (k / 4) * 64 + (r % kPanelRows) * 4 + k % 4;
+}
+
+const uint32_t* PanelWords(const Matrix& m, int64_t r) {
+  return m.quant.packed + (r / kPanelRows) * kPanelRows * m.PackedWordsPerRow();
+}
+
+void PutCode(uint32_t* words, int64_t index, int bits, uint32_t code) {
+  const uint64_t bit = static_cast<uint64_t>(index) * bits;
+  const uint32_t shift = bit & 31u;
+  words[bit >> 5] |= code << shift;
+  if (shift + bits > 32) words[(bit >> 5) + 1] |= code >> (32 - shift);
+}
+
 }  // namespace
 
 bool PanelEligible(const Matrix& m) {
-  return m.quantized && !m.quant.panels && (m.quant.bits == 4 || m.quant.bits == 8) &&
+  return m.quantized && !m.quant.panels && IsSupportedAffineBits(m.quant.bits) &&
          m.rows >= kPanelRows && m.cols % m.quant.group_size == 0;
 }
 
 uint32_t CodeAt(const Matrix& m, int64_t r, int64_t k) {
   if (r >= PanelledRows(m))
     return UnpackCode(m.quant.packed + r * m.PackedWordsPerRow(), k, m.quant.bits);
+  if (m.quant.bits != 4 && m.quant.bits != 8)
+    return UnpackCode(PanelWords(m, r), PanelStreamIndex(r, k), m.quant.bits);
   bool high = false;
   const uint8_t byte =
       reinterpret_cast<const uint8_t*>(m.quant.packed)[PanelCodeByte(m, r, k, &high)];
@@ -65,6 +84,15 @@ inline uint32_t PanelUnit(const uint32_t* row_words, int64_t step, int bits) {
   return unit;
 }
 
+// Packs the 16 MLX-layout rows in `rows` (words_per_row words each) into the panel bit stream.
+void PackPanelStream(const uint32_t* rows, int64_t words_per_row, int64_t cols, int bits,
+                     uint32_t* panel) {
+  std::memset(panel, 0, static_cast<size_t>(kPanelRows * words_per_row) * 4);
+  for (int64_t i = 0; i < kPanelRows; ++i)
+    for (int64_t k = 0; k < cols; ++k)
+      PutCode(panel, PanelStreamIndex(i, k), bits, UnpackCode(rows + i * words_per_row, k, bits));
+}
+
 void RepackPanel(Matrix& m, int64_t p, uint8_t* code_copy, uint8_t* scale_copy,
                  uint8_t* bias_copy) {
   const int64_t groups = m.GroupsPerRow(), words_per_row = m.PackedWordsPerRow();
@@ -82,12 +110,16 @@ void RepackPanel(Matrix& m, int64_t p, uint8_t* code_copy, uint8_t* scale_copy,
   std::memcpy(scale_copy, scales, panel_scale_bytes);
   std::memcpy(bias_copy, biases, panel_scale_bytes);
   const uint32_t* rows = reinterpret_cast<const uint32_t*>(code_copy);
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t s = 0; s < steps_per_group; ++s)
-      for (int64_t i = 0; i < kPanelRows; ++i) {
-        const int64_t step = g * steps_per_group + s;
-        codes[step * kPanelRows + i] = PanelUnit(rows + i * words_per_row, step, m.quant.bits);
-      }
+  if (m.quant.bits != 4 && m.quant.bits != 8) {
+    PackPanelStream(rows, words_per_row, m.cols, m.quant.bits, codes);
+  } else {
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t s = 0; s < steps_per_group; ++s)
+        for (int64_t i = 0; i < kPanelRows; ++i) {
+          const int64_t step = g * steps_per_group + s;
+          codes[step * kPanelRows + i] = PanelUnit(rows + i * words_per_row, step, m.quant.bits);
+        }
+  }
   for (int64_t i = 0; i < kPanelRows; ++i)
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t from = (i * groups + g) * scale_size, to = (g * kPanelRows + i) * scale_size;

@@ -1,5 +1,5 @@
-// The panel layout: how 4- and 8-bit MLX affine matrices are stored for the int8-activation
-// (VNNI) kernel.
+// The panel layout: how MLX affine matrices (2-8 bits) are stored for the int8-activation (VNNI)
+// kernel.
 //
 // In the MLX layout each output row's codes are contiguous, so a kernel computing one output at a
 // time pays, per output and per activation row, a horizontal reduction and a shuffle of its group
@@ -8,6 +8,7 @@
 // layout 16 consecutive output rows are interleaved 4 columns at a time (8 for 4-bit: two nibbles
 // per byte): one vpdpbusd multiplies 16 rows by 4 broadcast activations, the 16 lanes of the
 // accumulator are 16 outputs, and each group needs one vector of scales. No reduction at all.
+// Widths other than 4 and 8 keep the 8-bit order as a bit stream, which VBMI spreads to bytes.
 //
 // Repacking is in place and keeps every byte where its rows were: panel p occupies exactly the
 // codes, scales and biases of rows 16p..16p+15 in the MLX layout. Rows after the last whole panel
@@ -15,6 +16,8 @@
 //   codes,  8-bit: group g, step s (columns gG+4s..+3): 64 bytes, byte 4i+j = code(16p+i, gG+4s+j)
 //   codes,  4-bit: group g, step s (columns gG+8s..+7): 64 bytes, byte 4i+j holds
 //                  code(16p+i, gG+8s+j) in the low nibble and code(16p+i, gG+8s+4+j) in the high
+//   codes, other widths (2, 3, 5, 6): the panel is one little-endian bit stream, code (16p+i, k)
+//                  at index (k / 4) * 64 + 4i + k % 4 (the 8-bit order at `bits` bits a code)
 //   scales, biases: entry 16g+i of the panel belongs to row 16p+i, group g.
 #pragma once
 
@@ -27,7 +30,7 @@ namespace mtplx::kernels {
 
 constexpr int64_t kPanelRows = 16;
 
-// Quantized with 4 or 8 bits, at least one whole panel, still in the MLX layout.
+// Quantized (2-8 bits), at least one whole panel, still in the MLX layout.
 bool PanelEligible(const Matrix& m);
 
 // Rows held in panels (0 for the MLX layout); rows from here on keep the MLX layout.

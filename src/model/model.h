@@ -137,7 +137,7 @@ class Model {
                        Scratch& scratch) const;
   Status CheckTokens(const state::SequenceState& state, std::span<const int32_t> tokens) const;
   Status PrepareDraftHead(const LoadOptions& options);
-  // Puts the 4- and 8-bit matrices into the int8 kernel's panel layout (kernels/panels.h).
+  // Puts the quantized matrices into the int8 kernel's panel layout (kernels/panels.h).
   void RepackForInt8Kernel();
   // Final norm (given gains) into out->hidden, then logits as the options ask.
   void Finish(const std::vector<float>& gain, const std::vector<float>& x, int64_t rows,

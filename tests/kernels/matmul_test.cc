@@ -151,7 +151,7 @@ TEST(MatMulTest, Int8ActivationsStayCloseToExact) {
 
 // Repacking moves codes, scales and biases but changes no value.
 TEST(PanelTest, RepackedMatricesDequantizeToTheSameRows) {
-  for (int bits : {4, 8})
+  for (int bits : {2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       for (int64_t rows : {16, 37, 50})
         for (int64_t cols : {int64_t{128}, int64_t{384}}) {
@@ -168,11 +168,11 @@ TEST(PanelTest, RepackedMatricesDequantizeToTheSameRows) {
         }
 }
 
-TEST(PanelTest, OnlyWholePanelsOfFourAndEightBitMatricesAreEligible) {
+TEST(PanelTest, OnlyQuantizedMatricesWithAWholePanelAreEligible) {
   EXPECT_TRUE(PanelEligible(MakeQuantized(16, 64, 4, 64, 1).m));
   EXPECT_TRUE(PanelEligible(MakeQuantized(17, 64, 8, 32, 1).m));
+  EXPECT_TRUE(PanelEligible(MakeQuantized(32, 64, 6, 64, 1).m));
   EXPECT_FALSE(PanelEligible(MakeQuantized(15, 64, 4, 64, 1).m));
-  EXPECT_FALSE(PanelEligible(MakeQuantized(32, 64, 6, 64, 1).m));
   EXPECT_FALSE(PanelEligible(MakeDense(32, 64, DType::kBF16, 1).m));
   EXPECT_FALSE(PanelEligible(MakePanelled(32, 64, 4, 64, 1).m));
 }
@@ -181,7 +181,7 @@ TEST(PanelTest, OnlyWholePanelsOfFourAndEightBitMatricesAreEligible) {
 // paths (exact f32, portable) still give the reference on a panelled matrix.
 TEST(PanelTest, PanelledMatricesMatchReferenceOnEveryPath) {
   ThreadPool pool(2);
-  for (int bits : {4, 8})
+  for (int bits : {2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       for (int64_t rows : {16, 19, 53}) {
         const int64_t cols = group == 32 ? 32 * 9 : 2 * 384;
@@ -236,7 +236,7 @@ TEST(MatMulTest, RowResultsDoNotDependOnBatchSizeOrThreads) {
   formats.push_back(MakeQuantized(37, 256, 6, 128, 8));
   formats.push_back(MakeQuantized(37, 224, 5, 32, 9));  // ends in half a 64-column block
   // Two panels and 5 MLX-layout rows.
-  for (int bits : {4, 8})
+  for (int bits : {2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       formats.push_back(MakePanelled(37, 256, bits, group, bits + group));
   for (Kernel kernel : {Kernel::kDispatched, Kernel::kPortable, Kernel::kInt8})
