@@ -23,11 +23,16 @@ Result<MtpCheck> CheckMtp(const model::Model& model, const std::vector<int32_t>&
   const auto acceptance = run.speculative.AcceptanceByDepth();
   check.acceptance = acceptance.empty() ? 0.0 : acceptance[0];
   check.usable = check.acceptance >= kMinUsableAcceptance;
-  if (!check.usable)
+  if (!check.usable) {
     check.reason = StrFormat(
         "the MTP head accepted %.0f%% of greedy drafts in the load check (a healthy head accepts "
         "50-90%%): its weights, norm convention or hidden variant look wrong",
         100.0 * check.acceptance);
+    if (model.draft_vocab() < model.config().vocab_size)
+      check.reason += StrFormat(", or its draft vocabulary (%lld of %lld ids) is too small",
+                                static_cast<long long>(model.draft_vocab()),
+                                static_cast<long long>(model.config().vocab_size));
+  }
   return check;
 }
 
