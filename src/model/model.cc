@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -80,18 +81,20 @@ void Model::RepackForInt8Kernel() {
   };
   for (LayerWeights& lw : weights_.layers) add_layer(lw);
   add_layer(weights_.mtp.layer);
-  std::map<const uint32_t*, const Matrix*> repacked;
-  for (Matrix* m : all) {
-    if (!m->quantized) continue;
-    const auto done = repacked.find(m->quant.packed);
-    if (done != repacked.end()) {
-      if (done->second->rows == m->rows && done->second->cols == m->cols) *m = *done->second;
-      continue;
-    }
-    if (!kernels::PanelEligible(*m)) continue;
+  // Views of one image: repacked together, and only when they all see it with the same shape
+  // (a view of another shape would go on reading the MLX layout from repacked bytes).
+  std::map<const uint32_t*, std::vector<Matrix*>> views;
+  for (Matrix* m : all)
+    if (m->quantized) views[m->quant.packed].push_back(m);
+  for (auto& [image, group] : views) {
+    Matrix& first = *group.front();
+    const bool same_shape = std::all_of(group.begin(), group.end(), [&](const Matrix* m) {
+      return m->rows == first.rows && m->cols == first.cols;
+    });
+    if (!same_shape || !kernels::PanelEligible(first)) continue;
     // The checkpoint image is this model's own anonymous memory (io::ResidentBuffer).
-    kernels::RepackToPanels(*m, pool_.get());
-    repacked[m->quant.packed] = m;
+    kernels::RepackToPanels(first, pool_.get());
+    for (Matrix* m : group) *m = first;
   }
   if (draft_head_) draft_head_->RepackToPanels(pool_.get());
 }

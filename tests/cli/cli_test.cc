@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -169,6 +170,60 @@ TEST(CliTest, ScoreWritesLogitsAndTopFive) {
   std::fseek(f, 0, SEEK_END);
   EXPECT_EQ(std::ftell(f), 3 * 1024 * 4);
   std::fclose(f);
+}
+
+// The bundled 8-bit pack scored with exact activations and with the int8 ones `run` uses: the
+// same shape of output, logits within the int8 rounding of each other; an unknown value is
+// refused by name.
+TEST(CliTest, ScoreActivationsInt8StayCloseToExact) {
+  const std::string dir = testing::MakeTempDir("mtplx-cli");
+  const std::string model = testing::TrainedModelDir();
+  auto logits = [&](const std::string& activations) {
+    const std::string out = dir + "/" + activations + ".bin";
+    const Outcome o = Mtplx("score --model " + model + " --tokens 5,9,2,77,300 --activations " +
+                            activations + " --logits-out " + out);
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    std::vector<float> v(5 * 8192);
+    std::FILE* f = std::fopen(out.c_str(), "rb");
+    EXPECT_TRUE(f);
+    if (f) {
+      EXPECT_EQ(std::fread(v.data(), sizeof(float), v.size(), f), v.size());
+      std::fclose(f);
+    }
+    return v;
+  };
+  const std::vector<float> exact = logits("f32"), int8 = logits("int8");
+  float worst = 0.0f, scale = 0.0f;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    worst = std::max(worst, std::fabs(exact[i] - int8[i]));
+    scale = std::max(scale, std::fabs(exact[i]));
+  }
+  EXPECT_GT(worst, 0.0f);  // int8 really ran
+  EXPECT_LT(worst, 0.05f * scale);
+  const Outcome bad = Mtplx("score --model " + model + " --tokens 1 --activations int4");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--activations"), std::string::npos) << bad.output;
+}
+
+// The draft vocabulary: a quarter of the bundled model's 8192 ids by default, what is asked
+// otherwise, all of them with 0; -2 is refused by name.
+TEST(CliTest, RunReportsTheDraftVocabulary) {
+  const std::string model = testing::TrainedModelDir();
+  auto draft_vocab = [&](const std::string& flag) {
+    const Outcome o =
+        Mtplx("run --raw x --max-tokens 4 --json --skip-mtp-check --model " + model + " " + flag,
+              /*merge_stderr=*/false);
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    const auto j = nlohmann::json::parse(o.output, nullptr, false);
+    return j.is_discarded() ? int64_t{-1} : j["stats"]["draft_vocab"].get<int64_t>();
+  };
+  EXPECT_EQ(draft_vocab(""), 4096);
+  EXPECT_EQ(draft_vocab("--draft-vocab 1000"), 1000);
+  EXPECT_EQ(draft_vocab("--draft-vocab 0"), 8192);
+  EXPECT_EQ(draft_vocab("--draft-vocab 100000"), 8192);
+  const Outcome bad = Mtplx("run --raw x --draft-vocab -2 --model " + model);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--draft-vocab"), std::string::npos) << bad.output;
 }
 
 TEST(CliTest, ScoreRejectsTokensOutsideTheVocabulary) {
