@@ -53,9 +53,10 @@ BenchMatrix Make(int64_t rows, int64_t cols, int bits) {
 // Times MatMul on a rows x 4096 matrix for the benchmark's args; returns its storage bytes.
 // With `panels`, the matrix is first repacked into the int8 kernel's panel layout (as the CLI
 // loads 4- and 8-bit weights).
-uint64_t TimeMatMul(benchmark::State& state, int64_t rows, ThreadPool* pool, bool panels = false) {
+uint64_t TimeMatMul(benchmark::State& state, int64_t rows, ThreadPool* pool, bool panels = false,
+                    int64_t cols = 4096) {
   const int bits = static_cast<int>(state.range(0));
-  const int64_t m_rows = state.range(1), cols = 4096;
+  const int64_t m_rows = state.range(1);
   const Activations activations = state.range(2) ? Activations::kInt8 : Activations::kF32;
   BenchMatrix w = Make(rows, cols, bits);
   if (panels) RepackToPanels(w.m);
@@ -105,6 +106,18 @@ void BM_MatMulInCachePanels(benchmark::State& state) {
 }
 BENCHMARK(BM_MatMulInCachePanels)
     ->ArgsProduct({{4, 6, 8}, {1, 2, 3, 4, 8}, {1}})
+    ->Unit(benchmark::kMicrosecond);
+
+// The shapes of a small model's layers (hidden 256, MLP 768: the bundled default), where the
+// whole model sits in cache and the per-call and per-group costs show. Args: bits, M, 1,
+// layer (0 = up projection 768 x 256, 1 = down projection 256 x 768).
+void BM_MatMulSmallLayer(benchmark::State& state) {
+  const bool down = state.range(3) != 0;
+  TimeMatMul(state, down ? 256 : 768, nullptr, /*panels=*/true, down ? 768 : 256);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 768 * 256);
+}
+BENCHMARK(BM_MatMulSmallLayer)
+    ->ArgsProduct({{4, 8}, {1, 2, 3}, {1}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -119,6 +119,7 @@ Status BenchRun::PrepareContext() {
   mtp_ = model_.NewMtpState();
   if (context_ > 1) {
     model::ForwardOutput mtp_out;
+    history.mtp_output_rows = 0;
     MTPLX_RETURN_IF_ERROR(
         model_.ForwardMtp(*mtp_, std::span<const int32_t>(tokens.data() + 1, context_ - 1),
                           out.hidden.data(), history, &mtp_out));

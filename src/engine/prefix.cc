@@ -14,6 +14,7 @@ Status FeedMtpPairs(const model::Model& model, state::SequenceState& mtp, const 
   if (next_tokens.empty()) return Status::Ok();
   model::ForwardOptions options;
   options.no_logits = true;
+  options.mtp_output_rows = 0;  // only the MTP cache is wanted
   model::ForwardOutput out;
   return model.ForwardMtp(mtp, next_tokens, hidden, options, &out);
 }

@@ -151,6 +151,7 @@ Status SpeculativeRun::Cycle() {
   model::ForwardOptions last_row;
   last_row.all_logits = false;
   last_row.draft_head = true;
+  last_row.mtp_output_rows = 1;  // the history rows only extend the MTP cache
   model::ForwardOutput& draft_out = draft_out_;
   MTPLX_RETURN_IF_ERROR(
       model_.ForwardMtp(*mtp_, pair_tokens_, pair_hidden_.data(), last_row, &draft_out));

@@ -97,15 +97,8 @@ MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const float* keys, int6
   _mm512_mask_storeu_ps(scores + t0, static_cast<__mmask16>((1u << count) - 1), s);
 }
 
-// One query head of one row: softmax(q K^T * scale) V over `length` positions.
-MTPLX_AVX512_ATTN void AttendOne(const float* q, const float* keys, const float* values,
-                                 int64_t kv_stride, int64_t d, int64_t length, float scale,
-                                 float* scores, float* out) {
-  int64_t t0 = 0;
-  for (; t0 + 16 <= length; t0 += 16)
-    ScoreBlock<true>(q, keys, kv_stride, d, t0, 16, scale, scores);
-  if (t0 < length)
-    ScoreBlock<false>(q, keys, kv_stride, d, t0, static_cast<int>(length - t0), scale, scores);
+// Turns a query's scores into exp(score - max) in place; returns 1 / their sum.
+MTPLX_AVX512_ATTN float ExpAndInverseSum(float* scores, int64_t length) {
   float max = scores[0];
   for (int64_t t = 1; t < length; ++t) max = scores[t] > max ? scores[t] : max;
   for (int64_t t = 0; t < length; ++t) scores[t] = ExpF32(scores[t] - max);
@@ -114,45 +107,135 @@ MTPLX_AVX512_ATTN void AttendOne(const float* q, const float* keys, const float*
   for (; t + 16 <= length; t += 16) total = _mm512_add_ps(total, _mm512_loadu_ps(scores + t));
   total = _mm512_add_ps(
       total, _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (length - t)) - 1), scores + t));
-  const float inverse = 1.0f / _mm512_reduce_add_ps(total);
-  for (int64_t c = 0; c < d; c += 64) {  // 4 output vectors at a time stay in registers
-    const int chunks = static_cast<int>(std::min<int64_t>(4, (d - c) / 16));
-    __m512 o[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                   _mm512_setzero_ps()};
-    for (int64_t u = 0; u < length; ++u) {
-      const __m512 p = _mm512_set1_ps(scores[u]);
-      const float* v = values + u * kv_stride + c;
+  return 1.0f / _mm512_reduce_add_ps(total);
+}
+
+// A query of a group: its weights over the keys, how many keys it sees, where its output goes.
+struct GroupQuery {
+  const float* q;
+  const float* weights;  // after ExpAndInverseSum
+  int64_t length;
+  float inverse;
+  float* out;
+};
+
+constexpr int kMaxValueQueries = 4;  // 4 queries x 4 vectors of 16 = 16 accumulators
+
+MTPLX_AVX512_ATTN inline void AddValue(float weight, const float* v, int chunks, __m512* o) {
+  const __m512 p = _mm512_set1_ps(weight);
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i)
-        if (i < chunks) o[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + int64_t{16} * i), o[i]);
-    }
+  for (int i = 0; i < 4; ++i)
+    if (i < chunks) o[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + int64_t{16} * i), o[i]);
+}
+
+// out[c .. c + 16 * chunks) of up to 4 queries, streaming each value row once for all of them.
+// Every query adds its values in position order with the same fused multiply-adds whatever
+// queries share the pass, so its output does not depend on the others.
+template <int N>
+MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const float* values, int64_t kv_stride,
+                                 int64_t c, int chunks) {
+  __m512 o[N][4];
+#pragma GCC unroll 4
+  for (int n = 0; n < N; ++n)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) o[n][i] = _mm512_setzero_ps();
+  int64_t shared = g[0].length;
+  for (int n = 1; n < N; ++n) shared = std::min(shared, g[n].length);
+  for (int64_t u = 0; u < shared; ++u) {
+    const float* v = values + u * kv_stride + c;
+#pragma GCC unroll 4
+    for (int n = 0; n < N; ++n) AddValue(g[n].weights[u], v, chunks, o[n]);
+  }
+#pragma GCC unroll 4
+  for (int n = 0; n < N; ++n)
+    for (int64_t u = shared; u < g[n].length; ++u)
+      AddValue(g[n].weights[u], values + u * kv_stride + c, chunks, o[n]);
+#pragma GCC unroll 4
+  for (int n = 0; n < N; ++n)
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i)
       if (i < chunks)
-        _mm512_storeu_ps(out + c + int64_t{16} * i, _mm512_mul_ps(o[i], _mm512_set1_ps(inverse)));
+        _mm512_storeu_ps(g[n].out + c + int64_t{16} * i,
+                         _mm512_mul_ps(o[n][i], _mm512_set1_ps(g[n].inverse)));
+}
+
+// Queries that share one key/value head (the heads of a GQA group, for every row), attended
+// together: each 16-key block is read from memory once and scored for every query while it sits
+// in L1, and each value row is read once per 4 queries. scores holds count rows of `pitch` floats.
+MTPLX_AVX512_ATTN void AttendGroup(GroupQuery* g, int count, const float* keys, const float* values,
+                                   int64_t kv_stride, int64_t d, float scale, float* scores,
+                                   int64_t pitch) {
+  int64_t longest = 0;
+  for (int n = 0; n < count; ++n) longest = std::max(longest, g[n].length);
+  for (int64_t t0 = 0; t0 < longest; t0 += 16)
+    for (int n = 0; n < count; ++n) {
+      float* s = scores + n * pitch;
+      if (t0 + 16 <= g[n].length) {
+        ScoreBlock<true>(g[n].q, keys, kv_stride, d, t0, 16, scale, s);
+      } else if (t0 < g[n].length) {
+        ScoreBlock<false>(g[n].q, keys, kv_stride, d, t0, static_cast<int>(g[n].length - t0), scale,
+                          s);
+      }
+    }
+  for (int n = 0; n < count; ++n) {
+    g[n].weights = scores + n * pitch;
+    g[n].inverse = ExpAndInverseSum(scores + n * pitch, g[n].length);
+  }
+  for (int64_t c = 0; c < d; c += 64) {
+    const int chunks = static_cast<int>(std::min<int64_t>(4, (d - c) / 16));
+    for (int n = 0; n < count; n += kMaxValueQueries) {
+      switch (std::min(kMaxValueQueries, count - n)) {
+        case 4:
+          SumValues<4>(g + n, values, kv_stride, c, chunks);
+          break;
+        case 3:
+          SumValues<3>(g + n, values, kv_stride, c, chunks);
+          break;
+        case 2:
+          SumValues<2>(g + n, values, kv_stride, c, chunks);
+          break;
+        default:
+          SumValues<1>(g + n, values, kv_stride, c, chunks);
+          break;
+      }
+    }
   }
 }
 
+constexpr int kMaxGroupQueries = 16;  // bounds the scores scratch: 16 rows of the context
+
 }  // namespace
 
+// One task per (key/value head, tile of up to 16 of its queries). The queries of a tile are the
+// group's heads row by row, so their lengths differ by at most a few positions.
 static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int64_t rows,
                                   int64_t first_position, const float* keys, const float* values,
                                   float scale, float* out, ThreadPool* pool) {
   const int64_t d = dims.head_dim, group = dims.heads / dims.kv_heads;
   const int64_t kv_stride = dims.kv_heads * d;
+  const int64_t per_kv = rows * group;
+  const int64_t tiles = (per_kv + kMaxGroupQueries - 1) / kMaxGroupQueries;
+  const int64_t pitch = (first_position + rows + 15) / 16 * 16;
   auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> scores((first_position + rows + 15) / 16 * 16);
+    std::vector<float> scores(kMaxGroupQueries * pitch);
+    GroupQuery g[kMaxGroupQueries];
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t m = task / dims.heads, h = task % dims.heads, kv = h / group;
-      AttendOne(q + (m * dims.heads + h) * d, keys + kv * d, values + kv * d, kv_stride, d,
-                first_position + m + 1, scale, scores.data(), out + (m * dims.heads + h) * d);
+      const int64_t kv = task / tiles, first = task % tiles * kMaxGroupQueries;
+      const int count = static_cast<int>(std::min<int64_t>(kMaxGroupQueries, per_kv - first));
+      for (int n = 0; n < count; ++n) {
+        const int64_t m = (first + n) / group, h = kv * group + (first + n) % group;
+        g[n] = {q + (m * dims.heads + h) * d, nullptr, first_position + m + 1, 0.0f,
+                out + (m * dims.heads + h) * d};
+      }
+      AttendGroup(g, count, keys + kv * d, values + kv * d, kv_stride, d, scale, scores.data(),
+                  pitch);
     }
   };
   const int64_t work = rows * dims.heads * (first_position + rows) * d * 2;
   if (WorthParallel(pool, work)) {
-    pool->ParallelFor(rows * dims.heads, 1, run);
+    pool->ParallelFor(dims.kv_heads * tiles, 1, run);
   } else {
-    run(0, rows * dims.heads);
+    run(0, dims.kv_heads * tiles);
   }
 }
 #endif
@@ -160,6 +243,7 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
 void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
                      int64_t first_position, const float* keys, const float* values, float scale,
                      float* out, ThreadPool* pool) {
+  if (rows <= 0) return;
 #ifdef MTPLX_ATTENTION_AVX512
   static const bool fast = avx512::Supported();
   if (fast && dims.head_dim % 16 == 0)

@@ -16,8 +16,10 @@ struct AttentionDims {
 // q: [M, heads, head_dim]; keys/values: [L, kv_heads, head_dim] for positions 0..L-1.
 // Query row m sits at position first_position + m and attends to keys 0..first_position + m.
 // out: [M, heads, head_dim]. Each output row is computed the same way whatever M is. The fast
-// path (AVX-512, head_dim a multiple of 16) scores 16 keys per block with one shared reduction
-// tree and runs softmax and the value sum on vectors; other CPUs and shapes use the reference.
+// path (AVX-512, head_dim a multiple of 16) attends the queries that share a key/value head
+// together (GQA packing: every head of the group, every row), so each key block is read from
+// memory once for all of them; it scores 16 keys per block with one shared reduction tree and
+// runs softmax and the value sum on vectors. Other CPUs and shapes use the reference.
 void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
                      int64_t first_position, const float* keys, const float* values, float scale,
                      float* out, ThreadPool* pool);

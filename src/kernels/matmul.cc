@@ -235,6 +235,7 @@ float DotF32(const float* a, const float* b, int64_t n) { return DotF32Impl(a, b
 
 void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool,
             Activations activations) {
+  if (m_rows <= 0) return;
   if (!w.quantized) {
     if (Avx512KernelsAvailable()) {
       DenseMatMulAvx512(w, x, m_rows, y, pool);

@@ -3,7 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/matmul_avx512.h"
 #include "kernels/simd.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MTPLX_OPS_AVX512 1
+#endif
 
 namespace mtplx::kernels {
 
@@ -91,9 +97,17 @@ double SumLanes(const double* lanes) {
   return sum;
 }
 
-MTPLX_TARGET_CLONES void ScaleToDouble(const float* __restrict x, int64_t n, double scale,
-                                       double* __restrict out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<double>(x[i]) * scale;
+// sum of ExpF32(x[i] * scale - shift) over one block: 16 float lanes (lane i % 16), then a double
+// total of the lanes in order.
+MTPLX_TARGET_CLONES double BlockSumExpF32(const float* x, int64_t n, float scale, float shift) {
+  float lanes[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] += ExpF32(x[i + j] * scale - shift);
+  for (int j = 0; i < n; ++i, ++j) lanes[j] += ExpF32(x[i] * scale - shift);
+  double total = 0.0;
+  for (float lane : lanes) total += lane;
+  return total;
 }
 
 }  // namespace
@@ -104,15 +118,52 @@ double SumExpShifted(const double* x, int64_t n, double shift) {
   return SumLanes(lanes);
 }
 
-double SumExpScaled(const float* x, int64_t n, double scale, double shift) {
-  constexpr int64_t kBlock = 512;  // a multiple of the lane count: element i stays in lane i % 8
-  double lanes[kExpLanes] = {}, block[kBlock];
-  for (int64_t i = 0; i < n; i += kBlock) {
-    const int64_t count = std::min(kBlock, n - i);
-    ScaleToDouble(x + i, count, scale, block);
-    AccumulateExp(block, count, shift, lanes);
+double SumExpScaledF32(const float* x, int64_t n, float scale, float shift) {
+  constexpr int64_t kBlock = 512;  // float lanes sum at most 32 terms before joining the double
+  double total = 0.0;
+  for (int64_t i = 0; i < n; i += kBlock)
+    total += BlockSumExpF32(x + i, std::min(kBlock, n - i), scale, shift);
+  return total;
+}
+
+MTPLX_TARGET_CLONES float MaxF32(const float* x, int64_t n) {
+  float lanes[16];
+  for (float& lane : lanes) lane = x[0];
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
+  float max = lanes[0];
+  for (float lane : lanes) max = lane > max ? lane : max;
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  return max;
+}
+
+int64_t FirstAboveReference(const float* x, int64_t from, int64_t n, float bound) {
+  int64_t i = from;
+  while (i < n && !(x[i] > bound)) ++i;
+  return i;
+}
+
+#ifdef MTPLX_OPS_AVX512
+// 16 comparisons a step into one mask; the compiler turns the portable loop into scalar compares.
+__attribute__((target("avx512f"))) static int64_t FirstAboveAvx512(const float* x, int64_t from,
+                                                                   int64_t n, float bound) {
+  const __m512 b = _mm512_set1_ps(bound);
+  int64_t i = from;
+  for (; i + 16 <= n; i += 16) {
+    const __mmask16 above = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), b, _CMP_GT_OQ);
+    if (above) return i + __builtin_ctz(above);
   }
-  return SumLanes(lanes);
+  return FirstAboveReference(x, i, n, bound);
+}
+#endif
+
+int64_t FirstAbove(const float* x, int64_t from, int64_t n, float bound) {
+#ifdef MTPLX_OPS_AVX512
+  static const bool fast = avx512::Supported();
+  if (fast) return FirstAboveAvx512(x, from, n, bound);
+#endif
+  return FirstAboveReference(x, from, n, bound);
 }
 
 MTPLX_TARGET_CLONES void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {

@@ -52,9 +52,16 @@ inline double ExpF64(double x) {
 
 // sum_i ExpF64(x[i] - shift), vectorized (partial sums in 8 lanes, then a fixed order).
 double SumExpShifted(const double* x, int64_t n, double shift);
-// sum_i ExpF64(double(x[i]) * scale - shift), the same terms and order as SumExpShifted over the
-// scaled values, without storing them.
-double SumExpScaled(const float* x, int64_t n, double scale, double shift);
+// sum_i ExpF32(x[i] * scale - shift) in float arithmetic (partial sums of 32 terms, then a double
+// total): within about 1e-6 relative, at four times the speed of the double version.
+double SumExpScaledF32(const float* x, int64_t n, float scale, float shift);
+
+// The largest of x[0..n), n >= 1 (exact: max does not depend on order).
+float MaxF32(const float* x, int64_t n);
+// The first i in [from, n) with x[i] > bound, or n (AVX-512: 16 compares a step). NaN is never
+// above. FirstAboveReference is its plain twin.
+int64_t FirstAbove(const float* x, int64_t from, int64_t n, float bound);
+int64_t FirstAboveReference(const float* x, int64_t from, int64_t n, float bound);
 
 inline float SiluScalar(float x) { return x / (1.0f + ExpF32(-x)); }
 inline float SigmoidScalar(float x) { return 1.0f / (1.0f + ExpF32(-x)); }

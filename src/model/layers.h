@@ -29,8 +29,11 @@ struct LayerContext {
   }
 };
 
+// The first `history_rows` rows only extend the cache with their keys and values; y gets the
+// outputs of the other rows, [M - history_rows, hidden].
 void GatedAttention(const LayerContext& ctx, const AttentionWeights& w,
-                    state::AttentionCache& cache, const float* x, float* y);
+                    state::AttentionCache& cache, const float* x, float* y,
+                    int64_t history_rows = 0);
 
 // With a capture, runs the recurrent path and records what CommitVerify needs.
 void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::DeltaNetState& st,

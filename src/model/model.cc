@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/check.h"
 #include "base/strings.h"
 #include "kernels/affine_quant.h"
 #include "kernels/gated_delta.h"
@@ -158,8 +159,8 @@ Status Model::CheckTokens(const state::SequenceState& state,
 }
 
 void Model::RunDecoderLayer(const LayerWeights& lw, int64_t layer, state::SequenceState& state,
-                            const ForwardOptions& options, int64_t rows, float* x,
-                            Scratch& scratch) const {
+                            const ForwardOptions& options, int64_t rows, float* x, Scratch& scratch,
+                            int64_t history_rows) const {
   const io::ModelConfig& c = config_;
   const int64_t h = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -169,20 +170,26 @@ void Model::RunDecoderLayer(const LayerWeights& lw, int64_t layer, state::Sequen
   for (int64_t r = 0; r < rows; ++r)
     kernels::RmsNorm(x + r * h, lw.input_norm.data(), h, eps, normed + r * h);
   if (lw.is_attention) {
-    GatedAttention(ctx, lw.attention, state.attention(layer), normed, mixed);
+    GatedAttention(ctx, lw.attention, state.attention(layer), normed, mixed, history_rows);
   } else {
+    MTPLX_CHECK(history_rows == 0, "history-only rows need an attention layer");
     state::DeltaCapture* capture = options.capture ? &options.capture->layers[layer] : nullptr;
     GatedDeltaNet(ctx, lw.delta, state.delta(layer), options.delta_path, capture, normed, mixed);
   }
-  for (int64_t i = 0; i < rows * h; ++i) x[i] += mixed[i];
-  for (int64_t r = 0; r < rows; ++r)
-    kernels::RmsNorm(x + r * h, lw.post_norm.data(), h, eps, normed + r * h);
+  // From here on only the output rows.
+  const int64_t out_rows = rows - history_rows;
+  float* out_x = x + history_rows * h;
+  const LayerContext out_ctx{c,        pool_.get(), rope_inv_freq_, state.position() + history_rows,
+                             out_rows, activations_};
+  for (int64_t i = 0; i < out_rows * h; ++i) out_x[i] += mixed[i];
+  for (int64_t r = 0; r < out_rows; ++r)
+    kernels::RmsNorm(out_x + r * h, lw.post_norm.data(), h, eps, normed + r * h);
   if (lw.is_moe) {
-    SparseMoe(ctx, lw.moe, normed, mixed);
+    SparseMoe(out_ctx, lw.moe, normed, mixed);
   } else {
-    DenseMlp(ctx, lw.mlp, normed, mixed);
+    DenseMlp(out_ctx, lw.mlp, normed, mixed);
   }
-  for (int64_t i = 0; i < rows * h; ++i) x[i] += mixed[i];
+  for (int64_t i = 0; i < out_rows * h; ++i) out_x[i] += mixed[i];
 }
 
 void Model::Finish(const std::vector<float>& gain, const std::vector<float>& x, int64_t rows,
@@ -292,9 +299,13 @@ Status Model::ForwardMtp(state::SequenceState& mtp_state, std::span<const int32_
   Scratch scratch{std::vector<float>(m * h), std::vector<float>(m * h)};
   ForwardOptions layer_options = options;
   layer_options.capture = nullptr;
-  RunDecoderLayer(mtp.layer, 0, mtp_state, layer_options, m, x.data(), scratch);
+  const int64_t out_rows = options.mtp_output_rows >= 0 && mtp.layer.is_attention
+                               ? std::min(m, options.mtp_output_rows)
+                               : m;
+  RunDecoderLayer(mtp.layer, 0, mtp_state, layer_options, m, x.data(), scratch, m - out_rows);
   mtp_state.Advance(m);
-  Finish(mtp.norm, x, m, options, out);
+  x.erase(x.begin(), x.begin() + (m - out_rows) * h);
+  Finish(mtp.norm, x, out_rows, options, out);
   return Status::Ok();
 }
 

@@ -69,6 +69,12 @@ struct ForwardOptions {
   bool draft_head = false;
   // Record per-row DeltaNet tapes so CommitVerify can keep a prefix of the rows exactly.
   state::VerifyCapture* capture = nullptr;
+  // ForwardMtp only: how many of the last rows need outputs (hidden states, logits); -1 = all.
+  // The rows before them only extend the MTP layer's key/value cache, which needs nothing but
+  // each row's own input, so their query, attention, output projection and MLP are skipped. The
+  // output rows come out bit for bit as in a full forward (the kernels are batch invariant).
+  // Honoured when the MTP head is one attention layer (Qwen 3.5's); otherwise every row runs.
+  int64_t mtp_output_rows = -1;
 };
 
 struct ForwardOutput {
@@ -132,9 +138,11 @@ class Model {
   struct Scratch {
     std::vector<float> normed, mixed;
   };
+  // history_rows: leading rows that only extend an attention layer's cache (see
+  // ForwardOptions::mtp_output_rows); x keeps them unchanged.
   void RunDecoderLayer(const LayerWeights& lw, int64_t layer, state::SequenceState& state,
-                       const ForwardOptions& options, int64_t rows, float* x,
-                       Scratch& scratch) const;
+                       const ForwardOptions& options, int64_t rows, float* x, Scratch& scratch,
+                       int64_t history_rows = 0) const;
   Status CheckTokens(const state::SequenceState& state, std::span<const int32_t> tokens) const;
   Status PrepareDraftHead(const LoadOptions& options);
   // Puts the quantized matrices into the int8 kernel's panel layout (kernels/panels.h).

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace mtplx::kernels {
 namespace {
@@ -40,6 +41,36 @@ TEST(OpsTest, ExpF64IsWithinFourUlpOfExp) {
   double want = 0.0;
   for (double v : x) want += std::exp(v - 7.0);
   EXPECT_NEAR(SumExpShifted(x, 11, 7.0), want, 1e-15 * want);
+}
+
+// The sampler's partition: float exponentials against double ones, on odd sizes and tails.
+TEST(OpsTest, SumExpScaledF32StaysWithinAMillionth) {
+  for (int64_t n : {1, 15, 16, 17, 511, 512, 513, 8191, 8192, 151937}) {
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::sin(0.37 * i) * 12.0);
+    const float max = MaxF32(x.data(), n);
+    float want_max = x[0];
+    for (float v : x) want_max = std::max(want_max, v);
+    ASSERT_EQ(max, want_max) << n;
+    const float scale = 1.0f / 0.6f;
+    double want = 0.0;
+    for (float v : x) want += std::exp(static_cast<double>(v) * scale - max * scale);
+    EXPECT_NEAR(SumExpScaledF32(x.data(), n, scale, max * scale), want, 1e-6 * want) << n;
+  }
+}
+
+TEST(OpsTest, FirstAboveMatchesItsReference) {
+  std::vector<float> x(300);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::cos(0.91 * i));
+  x[77] = std::numeric_limits<float>::quiet_NaN();  // never above anything
+  for (int64_t n : {0, 1, 16, 17, 47, 300})
+    for (int64_t from : {0, 1, 15, 16, 33})
+      for (float bound : {-2.0f, 0.5f, 0.999f, 2.0f}) {
+        if (from > n) continue;
+        EXPECT_EQ(FirstAbove(x.data(), from, n, bound),
+                  FirstAboveReference(x.data(), from, n, bound))
+            << "n=" << n << " from=" << from << " bound=" << bound;
+      }
 }
 
 TEST(OpsTest, ExpF32EdgeCases) {
