@@ -296,21 +296,24 @@ MTPLX_TARGET_CLONES void ConvRow(const float* const* rows, const float* __restri
 
 }  // namespace
 
-void CausalConvSilu(const float* x, int64_t tokens, int64_t channels, const float* weight,
+std::vector<float> ConvTaps(const float* weight, int64_t channels, int64_t kernel) {
+  std::vector<float> taps(kernel * channels);
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t j = 0; j < kernel; ++j) taps[j * channels + c] = weight[c * kernel + j];
+  return taps;
+}
+
+void CausalConvSilu(const float* x, int64_t tokens, int64_t channels, const float* taps,
                     int64_t kernel, float* window, float* out) {
   const int64_t history = kernel - 1;
   // Rows of the padded stream: window rows first, then the new inputs.
   auto input_row = [&](int64_t r) -> const float* {
     return r < history ? window + r * channels : x + (r - history) * channels;
   };
-  // The weights tap-major ([kernel, channels]) so the loops run along channels.
-  std::vector<float> taps(kernel * channels);
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t j = 0; j < kernel; ++j) taps[j * channels + c] = weight[c * kernel + j];
   std::vector<const float*> rows(kernel);
   for (int64_t t = 0; t < tokens; ++t) {
     for (int64_t j = 0; j < kernel; ++j) rows[j] = input_row(t + j);
-    ConvRow(rows.data(), taps.data(), kernel, channels, out + t * channels);
+    ConvRow(rows.data(), taps, kernel, channels, out + t * channels);
   }
   // Keep the last K-1 inputs as the new window.
   std::vector<float> next(history * channels);

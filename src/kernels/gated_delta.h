@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "base/thread_pool.h"
 
@@ -50,9 +51,11 @@ void GdnChunked(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float*
                 ThreadPool* pool, int64_t chunk = 64);
 
 // Causal depthwise conv (kernel width K, no bias) followed by SiLU, over T rows of C channels.
-// weight: [C, K] (j = K-1 multiplies the current token); window: the previous K-1 input rows
-// [K-1, C], oldest first, updated in place to the last K-1 inputs.
-void CausalConvSilu(const float* x, int64_t tokens, int64_t channels, const float* weight,
+// taps: the weights tap-major, [K, C] (tap K-1 multiplies the current token), so the loops run
+// along channels; ConvTaps makes them once from the checkpoint's [C, K]. window: the previous K-1
+// input rows [K-1, C], oldest first, updated in place to the last K-1 inputs.
+void CausalConvSilu(const float* x, int64_t tokens, int64_t channels, const float* taps,
                     int64_t kernel, float* window, float* out);
+std::vector<float> ConvTaps(const float* weight, int64_t channels, int64_t kernel);
 
 }  // namespace mtplx::kernels

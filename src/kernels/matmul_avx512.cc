@@ -468,11 +468,12 @@ MTPLX_AVX512 inline void DotAccumulate(__m512i& acc, __m512i codes, __m512i x) {
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(codes), "v"(x));
 }
 
-// Four int8 activations (columns k..k+3 of one row) broadcast to every lane.
-MTPLX_AVX512 inline __m512i Broadcast4(const int8_t* x) {
-  int32_t v;
-  std::memcpy(&v, x, sizeof(v));
-  return _mm512_set1_epi32(v);
+// acc += codes . (the four int8 activations at x, broadcast to every lane), the broadcast folded
+// into the instruction's memory operand.
+MTPLX_AVX512 inline void DotAccumulateBroadcast(__m512i& acc, __m512i codes, const int8_t* x) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0"
+      : "+v"(acc)
+      : "v"(codes), "m"(*reinterpret_cast<const int32_t*>(x)));
 }
 
 // One panel (16 output rows) against `Rows` int8 activation rows starting at row0; see
@@ -494,10 +495,10 @@ MTPLX_AVX512 void PanelRows(const Matrix& w, int64_t panel, const PreparedActiva
   for (int64_t g = 0; g < groups; ++g) {
     const uint8_t* wg = codes + g * group_bytes;
     const int8_t* xg = x8 + g * group_size;
-    // Independent int32 accumulators: four per row for one or two rows (a lone row would wait on
-    // the vpdpbusd latency, 4-5 cycles, instead of its throughput), two per row from three rows
-    // on (more would spill). Int32 sums are exact in any order.
-    constexpr int kChains = Rows <= 2 ? 4 : 2;
+    // Independent int32 accumulators: four for a lone row (it would wait on the vpdpbusd
+    // latency, 4-5 cycles, instead of its throughput), two per row from two rows on (enough
+    // chains; fewer partial sums to add per group). Int32 sums are exact in any order.
+    constexpr int kChains = Rows <= 1 ? 4 : 2;
     __m512i acc[4][Rows];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q)
@@ -513,7 +514,7 @@ MTPLX_AVX512 void PanelRows(const Matrix& w, int64_t panel, const PreparedActiva
 #pragma GCC unroll 4
           for (int m = 0; m < Rows; ++m) {
             const int8_t* xm = xg + m * act.x8_stride + (s + q) * 4;
-            DotAccumulate(acc[q % kChains][m], codes4, Broadcast4(xm));
+            DotAccumulateBroadcast(acc[q % kChains][m], codes4, xm);
           }
         }
       }
@@ -532,8 +533,8 @@ MTPLX_AVX512 void PanelRows(const Matrix& w, int64_t panel, const PreparedActiva
           for (int m = 0; m < Rows; ++m) {
             const int8_t* xm = xg + m * act.x8_stride + (s + half) * 8;
             const int a = (2 * half) % kChains, b = (2 * half + 1) % kChains;
-            DotAccumulate(acc[a][m], lo, Broadcast4(xm));
-            DotAccumulate(acc[b][m], hi, Broadcast4(xm + 4));
+            DotAccumulateBroadcast(acc[a][m], lo, xm);
+            DotAccumulateBroadcast(acc[b][m], hi, xm + 4);
           }
         }
       }

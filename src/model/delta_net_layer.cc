@@ -25,8 +25,8 @@ void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::Del
     capture->conv_inputs = qkv;
   }
   std::vector<float> mixed(m * conv_dim);
-  kernels::CausalConvSilu(qkv.data(), m, conv_dim, w.conv.data(), c.conv_kernel, st.conv.data(),
-                          mixed.data());
+  kernels::CausalConvSilu(qkv.data(), m, conv_dim, w.conv_taps.data(), c.conv_kernel,
+                          st.conv.data(), mixed.data());
 
   // Split into q, k, v; L2-normalise q and k per head; scale q by Dk^-1/2.
   std::vector<float> q(m * key_dim), k(m * key_dim), v(m * value_dim), g(m * hv), beta(m * hv);

@@ -7,6 +7,7 @@
 
 #include "base/strings.h"
 #include "kernels/affine_quant.h"
+#include "kernels/gated_delta.h"
 
 namespace mtplx::model {
 namespace {
@@ -236,7 +237,7 @@ Result<DeltaNetWeights> BindDeltaNet(Binder& b, const std::string& p) {
                          conv.shape == std::vector<int64_t>{conv_dim, k});
   if (!shape_ok || !IsFloat(conv.dtype))
     return ShapeError(b.dir(), b.Original(p + "conv1d.weight"), conv, {conv_dim, 1, k});
-  w.conv = ToFloatVector(conv);
+  w.conv_taps = kernels::ConvTaps(ToFloatVector(conv).data(), conv_dim, k);
   MTPLX_ASSIGN_OR_RETURN(std::vector<float> a_log, b.Vector(p + "A_log", hv, false));
   for (float v : a_log) w.neg_exp_a_log.push_back(-std::exp(v));
   MTPLX_ASSIGN_OR_RETURN(w.dt_bias, b.Vector(p + "dt_bias", hv, false));

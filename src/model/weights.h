@@ -26,7 +26,7 @@ struct DeltaNetWeights {
   Matrix in_b;                       // [value_heads, hidden]
   Matrix in_a;                       // [value_heads, hidden]
   Matrix out_proj;                   // [hidden, value_dim]
-  std::vector<float> conv;           // [conv_dim, kernel]
+  std::vector<float> conv_taps;      // [kernel, conv_dim]: the conv1d weights, tap-major
   std::vector<float> neg_exp_a_log;  // [value_heads]  -exp(A_log)
   std::vector<float> dt_bias;        // [value_heads]
   std::vector<float> norm;           // [value_dim_per_head] gated-norm weight (never shifted)

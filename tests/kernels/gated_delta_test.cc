@@ -110,8 +110,9 @@ TEST(CausalConvTest, MatchesDirectDefinitionAndCarriesWindow) {
   std::vector<float> x(tokens * channels), w(channels * kernel);
   for (auto& v : x) v = static_cast<float>(rng.Uniform(-1, 1));
   for (auto& v : w) v = static_cast<float>(rng.Uniform(-1, 1));
+  const std::vector<float> taps = ConvTaps(w.data(), channels, kernel);
   std::vector<float> window((kernel - 1) * channels, 0.0f), out(tokens * channels);
-  CausalConvSilu(x.data(), tokens, channels, w.data(), kernel, window.data(), out.data());
+  CausalConvSilu(x.data(), tokens, channels, taps.data(), kernel, window.data(), out.data());
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t c = 0; c < channels; ++c) {
       float sum = 0;
@@ -123,8 +124,8 @@ TEST(CausalConvTest, MatchesDirectDefinitionAndCarriesWindow) {
     }
   // Split the same stream into 3 + 4 tokens: the window carries the history exactly.
   std::vector<float> win2((kernel - 1) * channels, 0.0f), out2(tokens * channels);
-  CausalConvSilu(x.data(), 3, channels, w.data(), kernel, win2.data(), out2.data());
-  CausalConvSilu(x.data() + 3 * channels, 4, channels, w.data(), kernel, win2.data(),
+  CausalConvSilu(x.data(), 3, channels, taps.data(), kernel, win2.data(), out2.data());
+  CausalConvSilu(x.data() + 3 * channels, 4, channels, taps.data(), kernel, win2.data(),
                  out2.data() + 3 * channels);
   EXPECT_EQ(out, out2);
   EXPECT_EQ(window, win2);
