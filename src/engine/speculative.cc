@@ -52,6 +52,8 @@ class SpeculativeRun {
     pair_hidden_.insert(pair_hidden_.end(), hidden, hidden + hidden_size_);
     pair_tokens_.push_back(token);
   }
+  // Feeds the queued pairs to the MTP head without outputs: only its cache grows.
+  Status IngestMtpPairs();
   SparseDistribution TargetDistribution(const float* logits) const {
     return sample::Shape(std::span<const float>(logits, vocab_), request_.sampling, counts_);
   }
@@ -98,9 +100,22 @@ bool SpeculativeRun::Emit(int32_t token) {
   return true;
 }
 
+Status SpeculativeRun::IngestMtpPairs() {
+  if (pair_tokens_.empty()) return Status::Ok();
+  model::ForwardOptions history;
+  history.no_logits = true;
+  history.mtp_output_rows = 0;
+  model::ForwardOutput out;
+  MTPLX_RETURN_IF_ERROR(model_.ForwardMtp(*mtp_, pair_tokens_, pair_hidden_.data(), history, &out));
+  pair_tokens_.clear();
+  pair_hidden_.clear();
+  return Status::Ok();
+}
+
 // Same partition as plain generation (body, then the last token alone) so greedy outputs match.
 // From a cached prefix, the states are restored and its last hidden pairs with the first new
-// prompt token.
+// prompt token. The MTP head ingests the prompt's pairs chunk by chunk here, as prompt work: the
+// first cycle then drafts from one new pair, like every other cycle.
 Status SpeculativeRun::Prefill() {
   const auto& prompt = request_.prompt;
   const int64_t n = static_cast<int64_t>(prompt.size());
@@ -124,7 +139,9 @@ Status SpeculativeRun::Prefill() {
         *trunk_, std::span<const int32_t>(prompt.data() + part.begin, part.count), body, &out));
     if (last) break;
     for (int64_t r = 0; r < part.count; ++r) AddMtpPair(Hidden(out, r), prompt[part.begin + r + 1]);
+    MTPLX_RETURN_IF_ERROR(IngestMtpPairs());
   }
+  MTPLX_RETURN_IF_ERROR(IngestMtpPairs());  // a cached prefix's pair when one token is new
   last_logits_ = out.logits;
   last_hidden_.assign(Hidden(out, 0), Hidden(out, 0) + hidden_size_);
   return Status::Ok();
