@@ -2,8 +2,10 @@
 
 #include <cstring>
 #include <functional>
+#include <span>
 #include <vector>
 
+#include "base/check.h"
 #include "base/float16.h"
 #include "kernels/affine_quant.h"
 #include "kernels/matmul_avx512.h"
@@ -103,9 +105,8 @@ QuantRowFn QuantRowFor(int bits) {
 }
 
 // Per (row of x, group) sums, shared by every output row: the bias term is bias * sum(x).
-std::vector<float> GroupSums(const Matrix& w, const float* x, int64_t m_rows) {
-  const int64_t groups = w.GroupsPerRow(), cols = w.cols;
-  const int group_size = w.quant.group_size;
+std::vector<float> GroupSums(const float* x, int64_t m_rows, int64_t cols, int group_size) {
+  const int64_t groups = cols / group_size;
   std::vector<float> sums(m_rows * groups);
   for (int64_t m = 0; m < m_rows; ++m)
     for (int64_t g = 0; g < groups; ++g)
@@ -130,34 +131,50 @@ bool Avx512KernelsAvailable() {
   return available;
 }
 
-void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, float* y,
-                           ThreadPool* pool, Activations activations) {
-  const std::vector<float> sums = GroupSums(w, x, m_rows);
-  avx512::PreparedActivations act;
-  act.rows = m_rows;
-  act.groups = w.GroupsPerRow();
-  act.x = x;
-  act.group_sums = sums.data();
-  std::vector<int8_t> x8, x8_columns;
-  std::vector<float> steps;
-  const bool int8 = activations == Activations::kInt8;
-  const int64_t panelled = PanelledRows(w);
-  if (int8) {
-    act.x8_stride = avx512::X8Stride(w.cols);
-    steps.resize(m_rows * act.groups);
-    if (panelled < w.rows) {
+// Activations prepared for the AVX-512 kernels of matrices with `cols` columns and groups of
+// `group_size`: exact group sums, and for int8 the quantized rows in the layouts asked for
+// (interleaved for the row kernel, column order for panels).
+struct PreparedInput {
+  PreparedInput(const float* x, int64_t m_rows, int64_t cols, int group_size, bool int8,
+                bool for_rows, bool for_panels) {
+    const int64_t groups = cols / group_size;
+    sums = GroupSums(x, m_rows, cols, group_size);
+    act.rows = m_rows;
+    act.groups = groups;
+    act.x = x;
+    act.group_sums = sums.data();
+    if (!int8) return;
+    act.x8_stride = avx512::X8Stride(cols);
+    steps.resize(m_rows * groups);
+    if (for_rows) {
       x8.resize(m_rows * act.x8_stride);
-      avx512::QuantizeActivations(x, m_rows, w.cols, w.quant.group_size, x8.data(), steps.data());
+      avx512::QuantizeActivations(x, m_rows, cols, group_size, x8.data(), steps.data());
       act.x8 = x8.data();
     }
-    if (panelled > 0) {
+    if (for_panels) {
       x8_columns.resize(m_rows * act.x8_stride);
-      avx512::QuantizeActivations(x, m_rows, w.cols, w.quant.group_size, x8_columns.data(),
-                                  steps.data(), /*interleaved=*/false);
+      avx512::QuantizeActivations(x, m_rows, cols, group_size, x8_columns.data(), steps.data(),
+                                  /*interleaved=*/false);
       act.x8_columns = x8_columns.data();
     }
     act.steps = steps.data();
   }
+  std::vector<float> sums, steps;
+  std::vector<int8_t> x8, x8_columns;
+  avx512::PreparedActivations act;
+};
+
+// Rows after the last whole panel keep the MLX layout and take the int8 row kernel.
+void PanelTailRows(const Matrix& w, const avx512::PreparedActivations& act, float* y) {
+  for (int64_t n = PanelledRows(w); n < w.rows; ++n) avx512::QuantRowInt8(w, n, act, y + n, w.rows);
+}
+
+void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, float* y,
+                           ThreadPool* pool, Activations activations) {
+  const bool int8 = activations == Activations::kInt8;
+  const int64_t panelled = PanelledRows(w);
+  const PreparedInput in(x, m_rows, w.cols, w.quant.group_size, int8, panelled<w.rows, panelled> 0);
+  const avx512::PreparedActivations& act = in.act;
   if (panelled > 0) {
     const int64_t panels = panelled / kPanelRows;
     auto run = [&](int64_t begin, int64_t end) {
@@ -169,8 +186,7 @@ void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, floa
     } else {
       run(0, panels);
     }
-    // The rows after the last whole panel keep the MLX layout.
-    for (int64_t n = panelled; n < w.rows; ++n) avx512::QuantRowInt8(w, n, act, y + n, w.rows);
+    PanelTailRows(w, act, y);
     return;
   }
   ForEachRow(w, m_rows, pool, [&](int64_t begin, int64_t end) {
@@ -188,7 +204,7 @@ void QuantizedMatMulPortable(const Matrix& w, const float* x, int64_t m_rows, fl
                              ThreadPool* pool) {
   const int64_t groups = w.GroupsPerRow(), cols = w.cols;
   const int group_size = w.quant.group_size;
-  const std::vector<float> x_group_sums = GroupSums(w, x, m_rows);
+  const std::vector<float> x_group_sums = GroupSums(x, m_rows, w.cols, w.quant.group_size);
   const QuantRowFn row_fn = QuantRowFor(w.quant.bits);
   auto run = [&](int64_t begin, int64_t end) {
     std::vector<float> codes(cols), scales(groups), biases(groups);
@@ -249,6 +265,49 @@ void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPoo
   } else {
     QuantizedMatMulPortable(w, x, m_rows, y, pool);
   }
+}
+
+void MatMulSameInput(std::span<const Matrix* const> ws, const float* x, int64_t m_rows,
+                     std::span<float* const> ys, ThreadPool* pool, Activations activations) {
+  MTPLX_CHECK(ws.size() == ys.size(), "one output per matrix");
+  if (m_rows <= 0 || ws.empty()) return;
+  // The shared path: int8 activations on the AVX-512 kernels, and every matrix quantized with
+  // the same columns and groups (so one preparation serves all). Otherwise one MatMul each.
+  const Matrix& first = *ws[0];
+  bool shared = Avx512KernelsAvailable() && activations == Activations::kInt8;
+  bool rows_needed = false, panels_needed = false;
+  int64_t work = 0, total_panels = 0;
+  for (const Matrix* w : ws) {
+    shared = shared && w->quantized && w->cols == first.cols &&
+             w->quant.group_size == first.quant.group_size;
+    rows_needed = rows_needed || PanelledRows(*w) < w->rows;
+    panels_needed = panels_needed || PanelledRows(*w) > 0;
+    work += w->rows * w->cols * m_rows;
+    total_panels += PanelledRows(*w) / kPanelRows;
+  }
+  if (!shared) {
+    for (size_t i = 0; i < ws.size(); ++i) MatMul(*ws[i], x, m_rows, ys[i], pool, activations);
+    return;
+  }
+  const PreparedInput in(x, m_rows, first.cols, first.quant.group_size, /*int8=*/true, rows_needed,
+                         panels_needed);
+  // Panel t of the concatenated list belongs to the first matrix whose panels reach past t.
+  auto run = [&](int64_t begin, int64_t end) {
+    size_t i = 0;
+    int64_t base = 0;
+    for (int64_t t = begin; t < end; ++t) {
+      while (t - base >= PanelledRows(*ws[i]) / kPanelRows)
+        base += PanelledRows(*ws[i++]) / kPanelRows;
+      const int64_t p = t - base;
+      avx512::PanelInt8(*ws[i], p, in.act, ys[i] + p * kPanelRows, ws[i]->rows);
+    }
+  };
+  if (WorthParallel(pool, work)) {
+    pool->ParallelFor(total_panels, 1, run);
+  } else {
+    run(0, total_panels);
+  }
+  for (size_t i = 0; i < ws.size(); ++i) PanelTailRows(*ws[i], in.act, ys[i]);
 }
 
 void MatMulPortable(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/thread_pool.h"
 #include "tensor/matrix.h"
@@ -25,6 +26,15 @@ enum class Activations { kF32, kInt8 };
 // x: [m_rows, w.cols] row-major; y: [m_rows, w.rows] row-major. pool may be null.
 void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool,
             Activations activations = Activations::kF32);
+
+// Several matrices applied to the same activations (the q/k/v projections, the DeltaNet input
+// projections, the MLP's gate and up): with int8 activations on the AVX-512 kernels and matrices
+// of equal columns and groups, the activations are quantized once and the panels of all the
+// matrices run as one parallel loop (one pool hand-off instead of one per matrix). ys[i] is
+// bit for bit what MatMul(*ws[i], ...) gives.
+void MatMulSameInput(std::span<const Matrix* const> ws, const float* x, int64_t m_rows,
+                     std::span<float* const> ys, ThreadPool* pool,
+                     Activations activations = Activations::kF32);
 
 // The portable kernel the dispatcher falls back to on CPUs without the AVX-512 kernels; public
 // so tests can check it on any machine.

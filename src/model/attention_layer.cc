@@ -16,9 +16,12 @@ void GatedAttention(const LayerContext& ctx, const AttentionWeights& w,
   const int64_t kv_width = kv_heads * d;
   const int64_t out_rows = m - history_rows, q_first = ctx.first_position + history_rows;
   std::vector<float> qg(out_rows * q_width), k(m * kv_width), v(m * kv_width);
-  ctx.MatMul(w.q_proj, x + history_rows * c.hidden_size, out_rows, qg.data());
-  ctx.MatMul(w.k_proj, x, m, k.data());
-  ctx.MatMul(w.v_proj, x, m, v.data());
+  if (history_rows == 0) {
+    ctx.MatMulSameInput({&w.q_proj, &w.k_proj, &w.v_proj}, x, m, {qg.data(), k.data(), v.data()});
+  } else {
+    ctx.MatMul(w.q_proj, x + history_rows * c.hidden_size, out_rows, qg.data());
+    ctx.MatMulSameInput({&w.k_proj, &w.v_proj}, x, m, {k.data(), v.data()});
+  }
 
   // Split per head [query | gate], normalise and rotate.
   const int64_t stride = c.attn_output_gate ? 2 * d : d;

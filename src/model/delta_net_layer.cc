@@ -15,10 +15,8 @@ void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, state::Del
   const int64_t dk = c.linear_key_dim, dv = c.linear_value_dim;
   const int64_t key_dim = c.KeyDim(), value_dim = c.ValueDim(), conv_dim = c.ConvDim();
   std::vector<float> qkv(m * conv_dim), z(m * value_dim), b(m * hv), a(m * hv);
-  ctx.MatMul(w.in_qkv, x, m, qkv.data());
-  ctx.MatMul(w.in_z, x, m, z.data());
-  ctx.MatMul(w.in_b, x, m, b.data());
-  ctx.MatMul(w.in_a, x, m, a.data());
+  ctx.MatMulSameInput({&w.in_qkv, &w.in_z, &w.in_b, &w.in_a}, x, m,
+                      {qkv.data(), z.data(), b.data(), a.data()});
 
   if (capture) {
     capture->initial_conv = st.conv;

@@ -13,8 +13,7 @@ void SwiGluMlp(const LayerContext& ctx, const MlpWeights& w, const float* x, int
                float* y) {
   const int64_t inter = w.gate.rows;
   std::vector<float> gate(rows * inter), up(rows * inter);
-  ctx.MatMul(w.gate, x, rows, gate.data());
-  ctx.MatMul(w.up, x, rows, up.data());
+  ctx.MatMulSameInput({&w.gate, &w.up}, x, rows, {gate.data(), up.data()});
   kernels::SwiGlu(gate.data(), up.data(), rows * inter, gate.data());
   ctx.MatMul(w.down, gate.data(), rows, y);
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -26,6 +28,12 @@ struct LayerContext {
   // y = x W^T for `m` rows with this model's activation precision.
   void MatMul(const Matrix& w, const float* x, int64_t m, float* y) const {
     kernels::MatMul(w, x, m, y, pool, activations);
+  }
+  // Several matrices on the same `m` rows of x (activations prepared once, one pool hand-off).
+  void MatMulSameInput(std::initializer_list<const Matrix*> ws, const float* x, int64_t m,
+                       std::initializer_list<float*> ys) const {
+    kernels::MatMulSameInput(std::span<const Matrix* const>(ws.begin(), ws.size()), x, m,
+                             std::span<float* const>(ys.begin(), ys.size()), pool, activations);
   }
 };
 

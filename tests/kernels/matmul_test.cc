@@ -256,5 +256,38 @@ TEST(MatMulTest, RowResultsDoNotDependOnBatchSizeOrThreads) {
     }
 }
 
+// Matrices sharing one input (panelled, partly panelled, too small for a panel, another width)
+// give exactly what MatMul gives each of them, with and without the pool.
+TEST(MatMulTest, SameInputMatMulEqualsOneMatMulEach) {
+  ThreadPool pool(2);
+  std::vector<TestMatrix> ms;
+  ms.push_back(MakePanelled(64, 256, 8, 64, 1));
+  ms.push_back(MakePanelled(37, 256, 4, 64, 2));  // two panels and 5 MLX-layout rows
+  ms.push_back(MakeQuantized(4, 256, 8, 64, 3));  // below one panel
+  ms.push_back(MakePanelled(48, 256, 6, 64, 4));
+  std::vector<TestMatrix> mixed;
+  mixed.push_back(MakePanelled(32, 256, 8, 64, 5));
+  mixed.push_back(MakePanelled(32, 256, 8, 32, 6));  // other groups: one MatMul each
+  for (auto* set : {&ms, &mixed})
+    for (int64_t m_rows : {1, 2, 3, 17})
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
+        for (Activations activations : {Activations::kInt8, Activations::kF32}) {
+          const auto x = RandomValues(m_rows * 256, 7 + m_rows);
+          std::vector<const Matrix*> ws;
+          std::vector<std::vector<float>> got, want;
+          std::vector<float*> ys;
+          for (const auto& t : *set) {
+            ws.push_back(&t.m);
+            got.emplace_back(m_rows * t.m.rows, -1.0f);
+            want.emplace_back(m_rows * t.m.rows);
+            MatMul(t.m, x.data(), m_rows, want.back().data(), p, activations);
+          }
+          for (auto& y : got) ys.push_back(y.data());
+          MatMulSameInput(ws, x.data(), m_rows, ys, p, activations);
+          for (size_t i = 0; i < ws.size(); ++i)
+            ASSERT_EQ(got[i], want[i]) << ws[i]->Describe() << " M=" << m_rows;
+        }
+}
+
 }  // namespace
 }  // namespace mtplx::kernels
