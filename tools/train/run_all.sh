@@ -68,7 +68,7 @@ if has pack; then
   $N "$PYTHON" "$HERE/pack_perplexity.py" --model "$HERE/runs/$RUN/hf" --activations f32 \
     --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/export_perplexity.json"
   $N "$PYTHON" "$HERE/measure_acceptance.py" --model "$REPO/models/default" --depths 1,2 \
-    --threads 1 --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/acceptance.json"
+    --threads 0 --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/acceptance.json"
   "$PYTHON" "$HERE/write_model_card.py" --run "$RUN" --pack "$REPO/models/default"
 fi
 say "done"

@@ -61,20 +61,22 @@ def acceptance_section(acc):
         lines.append(f"| {depth} | {', '.join(f'{a:.3f}' for a in e['acceptance_by_depth'])} | "
                      f"{e['mean_tokens_per_cycle']:.2f} | {e['tok_s']:.1f} | {e['speedup_vs_plain']:.2f}x |")
     best = max(e["speedup_vs_plain"] for e in acc["depths"].values())
+    why = ("The head drafts well (acceptance above), but the whole pack is about 11 MB and sits in "
+           "the CPU's 32 MB L3 cache, so a decode step is bound by arithmetic per row, not by "
+           "reading weights from memory: each extra verify row costs its own int8 dot products "
+           "plus its DeltaNet state updates, attention and norms, so a 2-row verify costs about "
+           "1.3 rows (`mtplx bench`: v(2)), and a draft step, one decoder layer plus the draft "
+           "head, about a fifth of a trunk step. Models that do not fit in cache stream their "
+           "weights from memory, and there extra verify rows are nearly free (see "
+           "docs/performance.md).")
     if best < 1.0:
-        lines.append("")
-        lines.append(
-            "**Speculation does not pay on this model.** The head drafts well (acceptance above), but "
-            "the whole pack is about 11 MB and sits in the CPU's 32 MB L3 cache, so a decode step is "
-            "bound by arithmetic per row, not by reading weights from memory: each extra verify row "
-            "costs its own int8 dot products (about 45 us of vpdpbusd per row at one per cycle) plus "
-            "its DeltaNet state updates, attention and norms, so a 2-row verify costs about 1.3 rows "
-            "(`mtplx bench`: v(2)), and a draft step, one decoder layer plus the draft head, about a "
-            "quarter of a trunk step. `mtplx run` still speculates at the pack's depth (the output is "
-            "exact either way); `--no-mtp` is as fast or faster on this model until `mtplx tune`, "
-            "which keeps a depth only where it beats plain decoding, picks for you. Models that do not "
-            "fit in cache stream their weights from memory, and there extra verify rows are nearly "
-            "free (see docs/performance.md).")
+        lines += ["", "**Speculation does not pay on this model.** " + why +
+                  " `mtplx run` still speculates at the pack's depth (the output is exact either "
+                  "way); `--no-mtp` is as fast or faster on this model."]
+    elif best < 1.2:
+        lines += ["", f"**Speculation gains only a little on this model** ({best:.2f}x at best). " + why]
+    for note in acc.get("notes", []):
+        lines += ["", note]
     lines.append("")
     lines.append(f"Command: `{acc.get('command', 'tools/train/measure_acceptance.py --model models/default')}`. "
                  "Decode speeds come from one shared 2-core machine and drift between runs; the ratios "
