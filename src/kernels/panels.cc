@@ -1,5 +1,7 @@
 #include "kernels/panels.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <vector>
 
@@ -129,6 +131,14 @@ void RepackPanel(Matrix& m, int64_t p, uint8_t* code_copy, uint8_t* scale_copy,
 }
 
 }  // namespace
+
+bool WeightsStreamFromMemory(uint64_t weight_bytes) {
+  static const uint64_t cache = [] {
+    const long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return bytes > 0 ? static_cast<uint64_t>(bytes) : uint64_t{32} << 20;
+  }();
+  return weight_bytes > 2 * cache;
+}
 
 void RepackToPanels(Matrix& m, ThreadPool* pool) {
   MTPLX_CHECK(PanelEligible(m), "matrix cannot be repacked into panels");

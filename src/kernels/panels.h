@@ -38,6 +38,11 @@ inline int64_t PanelledRows(const Matrix& m) {
   return m.quantized && m.quant.panels ? m.rows / kPanelRows * kPanelRows : 0;
 }
 
+// True when weights of this many bytes cannot stay in the last-level cache between uses (more
+// than twice its size; 32 MiB when the system does not say): mark their matrices
+// AffineQuant::streamed so the panel kernel prefetches their codes.
+bool WeightsStreamFromMemory(uint64_t weight_bytes);
+
 // Rewrites the codes, scales and biases of `m` in place into the panel layout and marks it.
 // They must be writable memory that the caller owns and that no other matrix reads in the MLX
 // layout. Requires PanelEligible(m).

@@ -40,8 +40,10 @@ Result<std::unique_ptr<DraftHead>> DraftHead::Quantize(const Matrix& head, int b
   return d;
 }
 
-void DraftHead::RepackToPanels(ThreadPool* pool) {
-  if (kernels::PanelEligible(matrix_)) kernels::RepackToPanels(matrix_, pool);  // owned storage
+void DraftHead::RepackToPanels(ThreadPool* pool, bool streamed) {
+  if (!kernels::PanelEligible(matrix_)) return;
+  kernels::RepackToPanels(matrix_, pool);  // owned storage
+  matrix_.quant.streamed = streamed;
 }
 
 uint64_t DraftHead::bytes() const {

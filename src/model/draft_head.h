@@ -24,8 +24,9 @@ class DraftHead {
   const Matrix& matrix() const { return matrix_; }
   int bits() const { return matrix_.quant.bits; }
   uint64_t bytes() const;
-  // Into the int8 kernel's panel layout (kernels/panels.h), when its format allows.
-  void RepackToPanels(ThreadPool* pool);
+  // Into the int8 kernel's panel layout (kernels/panels.h), when its format allows; `streamed`:
+  // see AffineQuant::streamed.
+  void RepackToPanels(ThreadPool* pool, bool streamed);
 
  private:
   std::vector<uint32_t> packed_;

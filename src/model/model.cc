@@ -84,6 +84,8 @@ void Model::RepackForInt8Kernel() {
   add_layer(weights_.mtp.layer);
   // Views of one image: repacked together, and only when they all see it with the same shape
   // (a view of another shape would go on reading the MLX layout from repacked bytes).
+  // A model larger than the caches streams every matrix from memory each token.
+  const bool streamed = kernels::WeightsStreamFromMemory(DecodeWeightBytes());
   std::map<const uint32_t*, std::vector<Matrix*>> views;
   for (Matrix* m : all)
     if (m->quantized) views[m->quant.packed].push_back(m);
@@ -95,9 +97,10 @@ void Model::RepackForInt8Kernel() {
     if (!same_shape || !kernels::PanelEligible(first)) continue;
     // The checkpoint image is this model's own anonymous memory (io::ResidentBuffer).
     kernels::RepackToPanels(first, pool_.get());
+    first.quant.streamed = streamed;
     for (Matrix* m : group) *m = first;
   }
-  if (draft_head_) draft_head_->RepackToPanels(pool_.get());
+  if (draft_head_) draft_head_->RepackToPanels(pool_.get(), streamed);
 }
 
 uint64_t Model::DecodeWeightBytes() const {

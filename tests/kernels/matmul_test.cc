@@ -239,6 +239,11 @@ TEST(MatMulTest, RowResultsDoNotDependOnBatchSizeOrThreads) {
   for (int bits : {2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       formats.push_back(MakePanelled(37, 256, bits, group, bits + group));
+  // The same panels with the streaming prefetch (AffineQuant::streamed).
+  for (int bits : {4, 6, 8}) {
+    formats.push_back(MakePanelled(37, 256, bits, 64, bits + 64));
+    formats.back().m.quant.streamed = true;
+  }
   for (Kernel kernel : {Kernel::kDispatched, Kernel::kPortable, Kernel::kInt8})
     for (const auto& t : formats) {
       const auto x = RandomValues(16 * t.m.cols, 5);
