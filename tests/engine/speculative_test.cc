@@ -72,10 +72,12 @@ void ExpectGreedyEquality(const std::string& preset, int prompts, bool oracle,
     GTEST_SKIP() << "no trained model in models/default";
   auto m = LoadPreset(preset, choice);
   ASSERT_TRUE(m);
-  if (choice.draft_head_bits > 0 && m->draft_head_bits() > 0)
+  if (choice.draft_head_bits > 0 && m->draft_head_bits() > 0) {
     ASSERT_EQ(m->draft_head_bits(), choice.draft_head_bits);
-  if (choice.draft_vocab > 0)
+  }
+  if (choice.draft_vocab > 0) {
     ASSERT_EQ(m->draft_vocab(), std::min<int64_t>(choice.draft_vocab, m->config().vocab_size));
+  }
   std::optional<PrefixState> prefix;
   if (from_prefix) {
     auto built = BuildPrefix(*m, SharedPrefix());
