@@ -217,7 +217,8 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
   const int64_t tiles = (per_kv + kMaxGroupQueries - 1) / kMaxGroupQueries;
   const int64_t pitch = (first_position + rows + 15) / 16 * 16;
   auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(kMaxGroupQueries * pitch);
+    // Scratch for the largest tile only (decode: the group's heads), not 16 rows of the context.
+    std::vector<float> scores(std::min<int64_t>(kMaxGroupQueries, per_kv) * pitch);
     GroupQuery g[kMaxGroupQueries];
     for (int64_t task = begin; task < end; ++task) {
       const int64_t kv = task / tiles, first = task % tiles * kMaxGroupQueries;

@@ -164,29 +164,45 @@ struct PreparedInput {
   avx512::PreparedActivations act;
 };
 
-// Rows after the last whole panel keep the MLX layout and take the int8 row kernel.
-void PanelTailRows(const Matrix& w, const avx512::PreparedActivations& act, float* y) {
-  for (int64_t n = PanelledRows(w); n < w.rows; ++n) avx512::QuantRowInt8(w, n, act, y + n, w.rows);
+// The panelled matrices `ws` against one prepared input: the panels of all of them as one
+// parallel loop, then each matrix's rows after its last whole panel (MLX layout) by the int8 row
+// kernel. `work` (multiply-adds) decides whether the pool takes the loop.
+void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
+                 const avx512::PreparedActivations& act, ThreadPool* pool, int64_t work) {
+  int64_t total_panels = 0;
+  for (const Matrix* w : ws) total_panels += PanelledRows(*w) / kPanelRows;
+  // Panel t of the concatenated list belongs to the first matrix whose panels reach past t.
+  auto run = [&](int64_t begin, int64_t end) {
+    size_t i = 0;
+    int64_t base = 0;
+    for (int64_t t = begin; t < end; ++t) {
+      while (t - base >= PanelledRows(*ws[i]) / kPanelRows)
+        base += PanelledRows(*ws[i++]) / kPanelRows;
+      const int64_t p = t - base;
+      avx512::PanelInt8(*ws[i], p, act, ys[i] + p * kPanelRows, ws[i]->rows);
+    }
+  };
+  if (WorthParallel(pool, work)) {
+    pool->ParallelFor(total_panels, 1, run);
+  } else {
+    run(0, total_panels);
+  }
+  for (size_t i = 0; i < ws.size(); ++i)
+    for (int64_t n = PanelledRows(*ws[i]); n < ws[i]->rows; ++n)
+      avx512::QuantRowInt8(*ws[i], n, act, ys[i] + n, ws[i]->rows);
 }
 
 void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, float* y,
                            ThreadPool* pool, Activations activations) {
   const bool int8 = activations == Activations::kInt8;
   const int64_t panelled = PanelledRows(w);
-  const PreparedInput in(x, m_rows, w.cols, w.quant.group_size, int8, panelled<w.rows, panelled> 0);
+  const bool row_kernel_rows = panelled<w.rows, panel_rows = panelled> 0;
+  const PreparedInput in(x, m_rows, w.cols, w.quant.group_size, int8, row_kernel_rows, panel_rows);
   const avx512::PreparedActivations& act = in.act;
-  if (panelled > 0) {
-    const int64_t panels = panelled / kPanelRows;
-    auto run = [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p)
-        avx512::PanelInt8(w, p, act, y + p * kPanelRows, w.rows);
-    };
-    if (WorthParallel(pool, w.rows * w.cols * m_rows)) {
-      pool->ParallelFor(panels, 1, run);
-    } else {
-      run(0, panels);
-    }
-    PanelTailRows(w, act, y);
+  if (panel_rows) {  // panels exist only with int8 activations (see MatMul)
+    const Matrix* ws[] = {&w};
+    float* ys[] = {y};
+    RunPanelled(ws, ys, act, pool, w.rows * w.cols * m_rows);
     return;
   }
   ForEachRow(w, m_rows, pool, [&](int64_t begin, int64_t end) {
@@ -272,18 +288,19 @@ void MatMulSameInput(std::span<const Matrix* const> ws, const float* x, int64_t 
   MTPLX_CHECK(ws.size() == ys.size(), "one output per matrix");
   if (m_rows <= 0 || ws.empty()) return;
   // The shared path: int8 activations on the AVX-512 kernels, and every matrix quantized with
-  // the same columns and groups (so one preparation serves all). Otherwise one MatMul each.
+  // the same columns and groups (so one preparation serves all) and panelled, or too small for a
+  // panel (its few rows take the serial row kernel). Otherwise one MatMul each.
   const Matrix& first = *ws[0];
   bool shared = Avx512KernelsAvailable() && activations == Activations::kInt8;
   bool rows_needed = false, panels_needed = false;
-  int64_t work = 0, total_panels = 0;
+  int64_t work = 0;
   for (const Matrix* w : ws) {
     shared = shared && w->quantized && w->cols == first.cols &&
-             w->quant.group_size == first.quant.group_size;
+             w->quant.group_size == first.quant.group_size &&
+             (w->quant.panels || w->rows < kPanelRows);
     rows_needed = rows_needed || PanelledRows(*w) < w->rows;
     panels_needed = panels_needed || PanelledRows(*w) > 0;
     work += w->rows * w->cols * m_rows;
-    total_panels += PanelledRows(*w) / kPanelRows;
   }
   if (!shared) {
     for (size_t i = 0; i < ws.size(); ++i) MatMul(*ws[i], x, m_rows, ys[i], pool, activations);
@@ -291,23 +308,7 @@ void MatMulSameInput(std::span<const Matrix* const> ws, const float* x, int64_t 
   }
   const PreparedInput in(x, m_rows, first.cols, first.quant.group_size, /*int8=*/true, rows_needed,
                          panels_needed);
-  // Panel t of the concatenated list belongs to the first matrix whose panels reach past t.
-  auto run = [&](int64_t begin, int64_t end) {
-    size_t i = 0;
-    int64_t base = 0;
-    for (int64_t t = begin; t < end; ++t) {
-      while (t - base >= PanelledRows(*ws[i]) / kPanelRows)
-        base += PanelledRows(*ws[i++]) / kPanelRows;
-      const int64_t p = t - base;
-      avx512::PanelInt8(*ws[i], p, in.act, ys[i] + p * kPanelRows, ws[i]->rows);
-    }
-  };
-  if (WorthParallel(pool, work)) {
-    pool->ParallelFor(total_panels, 1, run);
-  } else {
-    run(0, total_panels);
-  }
-  for (size_t i = 0; i < ws.size(); ++i) PanelTailRows(*ws[i], in.act, ys[i]);
+  RunPanelled(ws, ys, in.act, pool, work);
 }
 
 void MatMulPortable(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPool* pool) {

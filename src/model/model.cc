@@ -82,10 +82,10 @@ void Model::RepackForInt8Kernel() {
   };
   for (LayerWeights& lw : weights_.layers) add_layer(lw);
   add_layer(weights_.mtp.layer);
-  // Views of one image: repacked together, and only when they all see it with the same shape
-  // (a view of another shape would go on reading the MLX layout from repacked bytes).
   // A model larger than the caches streams every matrix from memory each token.
   const bool streamed = kernels::WeightsStreamFromMemory(DecodeWeightBytes());
+  // Views of one image: repacked together, and only when they all see it with the same shape
+  // (a view of another shape would go on reading the MLX layout from repacked bytes).
   std::map<const uint32_t*, std::vector<Matrix*>> views;
   for (Matrix* m : all)
     if (m->quantized) views[m->quant.packed].push_back(m);

@@ -273,7 +273,10 @@ TEST(MatMulTest, SameInputMatMulEqualsOneMatMulEach) {
   std::vector<TestMatrix> mixed;
   mixed.push_back(MakePanelled(32, 256, 8, 64, 5));
   mixed.push_back(MakePanelled(32, 256, 8, 32, 6));  // other groups: one MatMul each
-  for (auto* set : {&ms, &mixed})
+  std::vector<TestMatrix> unpanelled;  // a whole matrix in the MLX layout: one MatMul each
+  unpanelled.push_back(MakePanelled(32, 256, 8, 64, 8));
+  unpanelled.push_back(MakeQuantized(48, 256, 8, 64, 9));
+  for (auto* set : {&ms, &mixed, &unpanelled})
     for (int64_t m_rows : {1, 2, 3, 17})
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
         for (Activations activations : {Activations::kInt8, Activations::kF32}) {

@@ -97,6 +97,47 @@ TEST_P(PresetTest, VerifyRowsAreBitIdenticalToSingleRowDecode) {
   }
 }
 
+// MTP history rows that only extend the head's cache (ForwardOptions::mtp_output_rows): the
+// output row and every later step come out bit for bit as after a full forward of all the rows.
+TEST_P(PresetTest, MtpHistoryRowsOnlyExtendTheCache) {
+  auto m = LoadPreset(GetParam());
+  ASSERT_TRUE(m);
+  if (!m->has_mtp()) GTEST_SKIP() << "no MTP head";
+  const auto prompt = Tokens(20);
+  auto trunk = m->NewState();
+  const auto out = RunRows(*m, *trunk, prompt);
+  const int64_t h = m->config().hidden_size, vocab = m->config().vocab_size;
+  const std::span<const int32_t> next(prompt.data() + 1, prompt.size() - 1);
+  const int32_t step_token = 5;
+  const float* step_hidden = out.hidden.data() + (prompt.size() - 1) * h;
+  auto run_mtp = [&](state::SequenceState& st, std::span<const int32_t> tokens, const float* hidden,
+                     const ForwardOptions& options) {
+    ForwardOutput o;
+    const Status s = m->ForwardMtp(st, tokens, hidden, options, &o);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return o;
+  };
+  auto full_state = m->NewMtpState();
+  const auto full = run_mtp(*full_state, next, out.hidden.data(), {});
+  const auto full_step =
+      run_mtp(*full_state, std::span<const int32_t>(&step_token, 1), step_hidden, {});
+  for (const int64_t output_rows : {0, 1, 3}) {
+    ForwardOptions history;
+    history.mtp_output_rows = output_rows;
+    history.no_logits = output_rows == 0;
+    auto st = m->NewMtpState();
+    const auto part = run_mtp(*st, next, out.hidden.data(), history);
+    ASSERT_EQ(part.rows, output_rows);
+    for (int64_t r = 0; r < output_rows; ++r)
+      for (int64_t v = 0; v < vocab; ++v)
+        ASSERT_EQ(part.logits[r * vocab + v],
+                  full.logits[(full.rows - output_rows + r) * vocab + v])
+            << "output rows " << output_rows << " row " << r;
+    const auto step = run_mtp(*st, std::span<const int32_t>(&step_token, 1), step_hidden, {});
+    EXPECT_EQ(step.logits, full_step.logits) << "output rows " << output_rows;
+  }
+}
+
 TEST_P(PresetTest, SnapshotRestoreIsExact) {
   auto m = LoadPreset(GetParam());
   ASSERT_TRUE(m);
