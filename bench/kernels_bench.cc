@@ -7,6 +7,7 @@
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "kernels/affine_quant.h"
+#include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/panels.h"
 
@@ -119,6 +120,31 @@ void BM_MatMulSmallLayer(benchmark::State& state) {
 }
 BENCHMARK(BM_MatMulSmallLayer)
     ->ArgsProduct({{4, 8}, {1, 2, 3}, {1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
+// Args: context length, query rows M, threads, model (0 = the bundled model's 4 heads / 2 kv heads
+// of 64; 1 = a 9B-class layer's 16 / 4 of 256). Reports the key and value bytes read per call:
+// the M rows of a verify pass share one read of the cache.
+void BM_Attention(benchmark::State& state) {
+  const int64_t context = state.range(0), rows = state.range(1);
+  const AttentionDims dims = state.range(3) ? AttentionDims{16, 4, 256} : AttentionDims{4, 2, 64};
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  const int64_t length = context + rows, kv = length * dims.kv_heads * dims.head_dim;
+  SplitMix64 rng(3);
+  std::vector<float> keys(kv), values(kv), q(rows * dims.heads * dims.head_dim);
+  for (auto& v : keys) v = static_cast<float>(rng.Uniform(-1, 1));
+  for (auto& v : values) v = static_cast<float>(rng.Uniform(-1, 1));
+  for (auto& v : q) v = static_cast<float>(rng.Uniform(-1, 1));
+  std::vector<float> out(q.size());
+  for (auto _ : state) {
+    CausalAttention(dims, q.data(), rows, context, {keys.data(), values.data(), length}, 0.125f,
+                    out.data(), &pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * kv * static_cast<int64_t>(sizeof(float)));
+}
+BENCHMARK(BM_Attention)
+    ->ArgsProduct({{512, 2048, 8192}, {1, 2, 4}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

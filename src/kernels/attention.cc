@@ -16,28 +16,28 @@
 namespace mtplx::kernels {
 
 void CausalAttentionReference(const AttentionDims& dims, const float* q, int64_t rows,
-                              int64_t first_position, const float* keys, const float* values,
-                              float scale, float* out, ThreadPool* pool) {
+                              int64_t first_position, const KvPlanes& kv, float scale, float* out,
+                              ThreadPool* pool) {
   const int64_t d = dims.head_dim;
   const int64_t group = dims.heads / dims.kv_heads;
-  const int64_t kv_stride = dims.kv_heads * d;
+  const int64_t plane = kv.capacity * d;
   auto run = [&](int64_t begin, int64_t end) {
     std::vector<float> scores;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t m = task / dims.heads;
       const int64_t h = task % dims.heads;
-      const int64_t kv = h / group;
+      const float* keys = kv.keys + h / group * plane;
+      const float* values = kv.values + h / group * plane;
       const int64_t length = first_position + m + 1;
       const float* qh = q + (m * dims.heads + h) * d;
       scores.resize(length);
-      for (int64_t t = 0; t < length; ++t)
-        scores[t] = DotF32(qh, keys + t * kv_stride + kv * d, d) * scale;
+      for (int64_t t = 0; t < length; ++t) scores[t] = DotF32(qh, keys + t * d, d) * scale;
       SoftmaxInPlace(scores.data(), length);
       float* o = out + (m * dims.heads + h) * d;
       std::fill(o, o + d, 0.0f);
       for (int64_t t = 0; t < length; ++t) {
         const float p = scores[t];
-        const float* v = values + t * kv_stride + kv * d;
+        const float* v = values + t * d;
         for (int64_t i = 0; i < d; ++i) o[i] += p * v[i];
       }
     }
@@ -79,9 +79,8 @@ MTPLX_AVX512_ATTN inline __m512 SumEach(const __m512* v) {
 // Scores of keys t0 .. t0 + count - 1 (count <= 16) against q, times scale, into scores[t0 ..].
 // Full blocks (count = 16 known at compile time) keep all 16 accumulators in registers.
 template <bool Full>
-MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const float* keys, int64_t kv_stride,
-                                         int64_t d, int64_t t0, int count, float scale,
-                                         float* scores) {
+MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const float* keys, int64_t d, int64_t t0,
+                                         int count, float scale, float* scores) {
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
@@ -90,7 +89,7 @@ MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const float* keys, int6
 #pragma GCC unroll 16
     for (int j = 0; j < 16; ++j) {
       if (!Full && j >= count) break;
-      acc[j] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(keys + (t0 + j) * kv_stride + c), acc[j]);
+      acc[j] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(keys + (t0 + j) * d + c), acc[j]);
     }
   }
   const __m512 s = _mm512_mul_ps(SumEach(acc), _mm512_set1_ps(scale));
@@ -128,77 +127,111 @@ MTPLX_AVX512_ATTN inline void AddValue(float weight, const float* v, int chunks,
     if (i < chunks) o[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + int64_t{16} * i), o[i]);
 }
 
-// out[c .. c + 16 * chunks) of up to 4 queries, streaming each value row once for all of them.
-// Every query adds its values in position order with the same fused multiply-adds whatever
-// queries share the pass, so its output does not depend on the others.
+// Planes larger than this (a share of L2) are prefetched: rows kPrefetchKeys positions ahead of
+// the key block being scored, and the next value tile while one is summed.
+constexpr int64_t kStreamPlaneBytes = 256 << 10;
+constexpr int64_t kPrefetchKeys = 32;
+
+// Brings rows [begin, end) of a plane (d floats each) towards L2, one request per cache line.
+MTPLX_AVX512_ATTN inline void PrefetchRows(const float* plane, int64_t d, int64_t begin,
+                                           int64_t end) {
+  const char* first = reinterpret_cast<const char*>(plane + begin * d);
+  const char* last = reinterpret_cast<const char*>(plane + end * d);
+  for (const char* p = first; p < last; p += 64) _mm_prefetch(p, _MM_HINT_T1);
+}
+
+// Positions of a value tile: the tile (16 KiB at head_dim 64, 64 KiB at 256) stays in L1 or L2
+// while every query of the group and every 64-wide slice of the head reads it.
+constexpr int64_t kValueTile = 64;
+
+// Adds positions [u0, u1) of the values to out[c .. c + 16 * chunks) of up to 4 queries (the
+// running sums live in out between tiles; a float stored and reloaded is exact), streaming each
+// value row once for all of them. Every query adds its values in position order with the same
+// fused multiply-adds whatever queries and tiles share the pass, so its output does not depend on
+// the others.
 template <int N>
-MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const float* values, int64_t kv_stride,
-                                 int64_t c, int chunks) {
+MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const float* values, int64_t d, int64_t c,
+                                 int chunks, int64_t u0, int64_t u1) {
   __m512 o[N][4];
 #pragma GCC unroll 4
   for (int n = 0; n < N; ++n)
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) o[n][i] = _mm512_setzero_ps();
-  int64_t shared = g[0].length;
+    for (int i = 0; i < 4; ++i)
+      o[n][i] = i < chunks && u0 > 0 ? _mm512_loadu_ps(g[n].out + c + int64_t{16} * i)
+                                     : _mm512_setzero_ps();
+  int64_t shared = std::min(u1, g[0].length);
   for (int n = 1; n < N; ++n) shared = std::min(shared, g[n].length);
-  for (int64_t u = 0; u < shared; ++u) {
-    const float* v = values + u * kv_stride + c;
+  for (int64_t u = u0; u < shared; ++u) {
+    const float* v = values + u * d + c;
 #pragma GCC unroll 4
     for (int n = 0; n < N; ++n) AddValue(g[n].weights[u], v, chunks, o[n]);
   }
 #pragma GCC unroll 4
   for (int n = 0; n < N; ++n)
-    for (int64_t u = shared; u < g[n].length; ++u)
-      AddValue(g[n].weights[u], values + u * kv_stride + c, chunks, o[n]);
+    for (int64_t u = std::max(shared, u0); u < std::min(u1, g[n].length); ++u)
+      AddValue(g[n].weights[u], values + u * d + c, chunks, o[n]);
 #pragma GCC unroll 4
   for (int n = 0; n < N; ++n)
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i)
-      if (i < chunks)
-        _mm512_storeu_ps(g[n].out + c + int64_t{16} * i,
-                         _mm512_mul_ps(o[n][i], _mm512_set1_ps(g[n].inverse)));
+      if (i < chunks) _mm512_storeu_ps(g[n].out + c + int64_t{16} * i, o[n][i]);
+}
+
+MTPLX_AVX512_ATTN void SumValueTile(const GroupQuery* g, int count, const float* values, int64_t d,
+                                    int64_t c, int chunks, int64_t u0, int64_t u1) {
+  for (int n = 0; n < count; n += kMaxValueQueries) {
+    switch (std::min(kMaxValueQueries, count - n)) {
+      case 4:
+        SumValues<4>(g + n, values, d, c, chunks, u0, u1);
+        break;
+      case 3:
+        SumValues<3>(g + n, values, d, c, chunks, u0, u1);
+        break;
+      case 2:
+        SumValues<2>(g + n, values, d, c, chunks, u0, u1);
+        break;
+      default:
+        SumValues<1>(g + n, values, d, c, chunks, u0, u1);
+        break;
+    }
+  }
 }
 
 // Queries that share one key/value head (the heads of a GQA group, for every row), attended
 // together: each 16-key block is read from memory once and scored for every query while it sits
-// in L1, and each value row is read once per 4 queries. scores holds count rows of `pitch` floats.
+// in L1, and each value tile is read from memory once for all of them. keys and values are the
+// head's planes; scores holds count rows of `pitch` floats.
 MTPLX_AVX512_ATTN void AttendGroup(GroupQuery* g, int count, const float* keys, const float* values,
-                                   int64_t kv_stride, int64_t d, float scale, float* scores,
-                                   int64_t pitch) {
+                                   int64_t d, float scale, float* scores, int64_t pitch) {
   int64_t longest = 0;
   for (int n = 0; n < count; ++n) longest = std::max(longest, g[n].length);
-  for (int64_t t0 = 0; t0 < longest; t0 += 16)
+  // A plane that does not fit in L2 streams from further out: fetch ahead of the reads.
+  const bool far = longest * d * static_cast<int64_t>(sizeof(float)) > kStreamPlaneBytes;
+  for (int64_t t0 = 0; t0 < longest; t0 += 16) {
+    if (far) PrefetchRows(keys, d, t0 + kPrefetchKeys, std::min(longest, t0 + kPrefetchKeys + 16));
     for (int n = 0; n < count; ++n) {
       float* s = scores + n * pitch;
       if (t0 + 16 <= g[n].length) {
-        ScoreBlock<true>(g[n].q, keys, kv_stride, d, t0, 16, scale, s);
+        ScoreBlock<true>(g[n].q, keys, d, t0, 16, scale, s);
       } else if (t0 < g[n].length) {
-        ScoreBlock<false>(g[n].q, keys, kv_stride, d, t0, static_cast<int>(g[n].length - t0), scale,
-                          s);
+        ScoreBlock<false>(g[n].q, keys, d, t0, static_cast<int>(g[n].length - t0), scale, s);
       }
     }
+  }
   for (int n = 0; n < count; ++n) {
     g[n].weights = scores + n * pitch;
     g[n].inverse = ExpAndInverseSum(scores + n * pitch, g[n].length);
   }
-  for (int64_t c = 0; c < d; c += 64) {
-    const int chunks = static_cast<int>(std::min<int64_t>(4, (d - c) / 16));
-    for (int n = 0; n < count; n += kMaxValueQueries) {
-      switch (std::min(kMaxValueQueries, count - n)) {
-        case 4:
-          SumValues<4>(g + n, values, kv_stride, c, chunks);
-          break;
-        case 3:
-          SumValues<3>(g + n, values, kv_stride, c, chunks);
-          break;
-        case 2:
-          SumValues<2>(g + n, values, kv_stride, c, chunks);
-          break;
-        default:
-          SumValues<1>(g + n, values, kv_stride, c, chunks);
-          break;
-      }
-    }
+  for (int64_t u0 = 0; u0 < longest; u0 += kValueTile) {
+    if (far) PrefetchRows(values, d, u0 + kValueTile, std::min(longest, u0 + 2 * kValueTile));
+    for (int64_t c = 0; c < d; c += 64)
+      SumValueTile(g, count, values, d, c, static_cast<int>(std::min<int64_t>(4, (d - c) / 16)), u0,
+                   std::min(longest, u0 + kValueTile));
+  }
+  for (int n = 0; n < count; ++n) {
+    const __m512 inverse = _mm512_set1_ps(g[n].inverse);
+    for (int64_t c = 0; c < d; c += 16)
+      _mm512_storeu_ps(g[n].out + c, _mm512_mul_ps(_mm512_loadu_ps(g[n].out + c), inverse));
   }
 }
 
@@ -209,10 +242,10 @@ constexpr int kMaxGroupQueries = 16;  // bounds the scores scratch: 16 rows of t
 // One task per (key/value head, tile of up to 16 of its queries). The queries of a tile are the
 // group's heads row by row, so their lengths differ by at most a few positions.
 static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int64_t rows,
-                                  int64_t first_position, const float* keys, const float* values,
-                                  float scale, float* out, ThreadPool* pool) {
+                                  int64_t first_position, const KvPlanes& kv, float scale,
+                                  float* out, ThreadPool* pool) {
   const int64_t d = dims.head_dim, group = dims.heads / dims.kv_heads;
-  const int64_t kv_stride = dims.kv_heads * d;
+  const int64_t plane = kv.capacity * d;
   const int64_t per_kv = rows * group;
   const int64_t tiles = (per_kv + kMaxGroupQueries - 1) / kMaxGroupQueries;
   const int64_t pitch = (first_position + rows + 15) / 16 * 16;
@@ -221,15 +254,15 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
     std::vector<float> scores(std::min<int64_t>(kMaxGroupQueries, per_kv) * pitch);
     GroupQuery g[kMaxGroupQueries];
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t kv = task / tiles, first = task % tiles * kMaxGroupQueries;
+      const int64_t head = task / tiles, first = task % tiles * kMaxGroupQueries;
       const int count = static_cast<int>(std::min<int64_t>(kMaxGroupQueries, per_kv - first));
       for (int n = 0; n < count; ++n) {
-        const int64_t m = (first + n) / group, h = kv * group + (first + n) % group;
+        const int64_t m = (first + n) / group, h = head * group + (first + n) % group;
         g[n] = {q + (m * dims.heads + h) * d, nullptr, first_position + m + 1, 0.0f,
                 out + (m * dims.heads + h) * d};
       }
-      AttendGroup(g, count, keys + kv * d, values + kv * d, kv_stride, d, scale, scores.data(),
-                  pitch);
+      AttendGroup(g, count, kv.keys + head * plane, kv.values + head * plane, d, scale,
+                  scores.data(), pitch);
     }
   };
   const int64_t work = rows * dims.heads * (first_position + rows) * d * 2;
@@ -242,15 +275,15 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
 #endif
 
 void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
-                     int64_t first_position, const float* keys, const float* values, float scale,
-                     float* out, ThreadPool* pool) {
+                     int64_t first_position, const KvPlanes& kv, float scale, float* out,
+                     ThreadPool* pool) {
   if (rows <= 0) return;
 #ifdef MTPLX_ATTENTION_AVX512
   static const bool fast = avx512::Supported();
   if (fast && dims.head_dim % 16 == 0)
-    return CausalAttentionAvx512(dims, q, rows, first_position, keys, values, scale, out, pool);
+    return CausalAttentionAvx512(dims, q, rows, first_position, kv, scale, out, pool);
 #endif
-  CausalAttentionReference(dims, q, rows, first_position, keys, values, scale, out, pool);
+  CausalAttentionReference(dims, q, rows, first_position, kv, scale, out, pool);
 }
 
 }  // namespace mtplx::kernels

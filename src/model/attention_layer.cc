@@ -44,17 +44,11 @@ void GatedAttention(const LayerContext& ctx, const AttentionWeights& w,
     }
   }
   // Append to the cache, then attend over positions [0, pos].
-  const int64_t end = ctx.first_position + m;
-  if (static_cast<int64_t>(cache.keys.size()) < end * kv_width) {
-    cache.keys.resize(end * kv_width);
-    cache.values.resize(end * kv_width);
-  }
-  std::memcpy(cache.keys.data() + ctx.first_position * kv_width, k.data(), k.size() * 4);
-  std::memcpy(cache.values.data() + ctx.first_position * kv_width, v.data(), v.size() * 4);
+  state::WriteAttentionRows(cache, ctx.first_position, m, k.data(), v.data(), kv_heads, d);
   std::vector<float> o(out_rows * heads * d);
-  kernels::CausalAttention({heads, kv_heads, d}, q.data(), out_rows, q_first, cache.keys.data(),
-                           cache.values.data(), 1.0f / std::sqrt(static_cast<float>(d)), o.data(),
-                           ctx.pool);
+  kernels::CausalAttention({heads, kv_heads, d}, q.data(), out_rows, q_first,
+                           {cache.keys.data(), cache.values.data(), cache.capacity},
+                           1.0f / std::sqrt(static_cast<float>(d)), o.data(), ctx.pool);
   if (c.attn_output_gate)
     for (size_t i = 0; i < o.size(); ++i) o[i] *= kernels::SigmoidScalar(gate[i]);
   ctx.MatMul(w.o_proj, o.data(), out_rows, y);

@@ -140,6 +140,7 @@ std::unique_ptr<state::SequenceState> Model::NewState() const {
   state::StateLayout layout;
   for (int64_t i = 0; i < c.num_layers; ++i) layout.is_attention.push_back(c.IsFullAttention(i));
   layout.kv_width = c.num_kv_heads * c.head_dim;
+  layout.kv_heads = c.num_kv_heads;
   layout.conv_channels = c.ConvDim();
   layout.conv_history = c.conv_kernel - 1;
   layout.recurrent_size = c.linear_value_heads * c.linear_key_dim * c.linear_value_dim;
@@ -276,6 +277,7 @@ std::unique_ptr<state::SequenceState> Model::NewMtpState() const {
   state::StateLayout layout;
   layout.is_attention = {true};
   layout.kv_width = config_.num_kv_heads * config_.head_dim;
+  layout.kv_heads = config_.num_kv_heads;
   return std::make_unique<state::SequenceState>(std::move(layout));
 }
 

@@ -1,10 +1,55 @@
 #include "state/sequence_state.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/strings.h"
 
 namespace mtplx::state {
+namespace {
+
+// Copies `positions` rows of each head plane from one capacity to another.
+void CopyPlanes(const float* from, int64_t from_capacity, float* to, int64_t to_capacity,
+                int64_t positions, int64_t kv_heads, int64_t head_dim) {
+  if (positions <= 0) return;
+  for (int64_t h = 0; h < kv_heads; ++h)
+    std::memcpy(to + h * to_capacity * head_dim, from + h * from_capacity * head_dim,
+                static_cast<size_t>(positions * head_dim) * sizeof(float));
+}
+
+void Relayout(std::vector<float>& planes, int64_t old_capacity, int64_t capacity, int64_t kv_heads,
+              int64_t head_dim) {
+  std::vector<float> grown(static_cast<size_t>(kv_heads * capacity * head_dim), 0.0f);
+  CopyPlanes(planes.data(), old_capacity, grown.data(), capacity, old_capacity, kv_heads, head_dim);
+  planes.swap(grown);
+}
+
+void Resize(AttentionCache& cache, int64_t capacity, int64_t kv_heads, int64_t head_dim) {
+  Relayout(cache.keys, cache.capacity, capacity, kv_heads, head_dim);
+  Relayout(cache.values, cache.capacity, capacity, kv_heads, head_dim);
+  cache.capacity = capacity;
+}
+
+}  // namespace
+
+void GrowAttentionCache(AttentionCache& cache, int64_t positions, int64_t kv_heads,
+                        int64_t head_dim) {
+  if (positions <= cache.capacity) return;
+  Resize(cache, std::max(positions, cache.capacity + cache.capacity / 2), kv_heads, head_dim);
+}
+
+void WriteAttentionRows(AttentionCache& cache, int64_t first_position, int64_t rows, const float* k,
+                        const float* v, int64_t kv_heads, int64_t head_dim) {
+  GrowAttentionCache(cache, first_position + rows, kv_heads, head_dim);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < kv_heads; ++h) {
+      const int64_t to = (h * cache.capacity + first_position + r) * head_dim;
+      const int64_t from = (r * kv_heads + h) * head_dim;
+      std::memcpy(cache.keys.data() + to, k + from, static_cast<size_t>(head_dim) * sizeof(float));
+      std::memcpy(cache.values.data() + to, v + from,
+                  static_cast<size_t>(head_dim) * sizeof(float));
+    }
+}
 
 SequenceState::SequenceState(StateLayout layout) : layout_(std::move(layout)) {
   for (bool is_attention : layout_.is_attention) {
@@ -24,6 +69,7 @@ void SequenceState::Reset() {
   for (auto& a : attention_) {
     a.keys.clear();
     a.values.clear();
+    a.capacity = 0;
   }
   for (auto& d : delta_) {
     d.conv.assign(layout_.conv_history * layout_.conv_channels, 0.0f);
@@ -31,24 +77,28 @@ void SequenceState::Reset() {
   }
 }
 
+int64_t SequenceState::HeadDim() const {
+  return layout_.kv_heads > 0 ? layout_.kv_width / layout_.kv_heads : 0;
+}
+
 void SequenceState::ReserveKv(int64_t length) {
-  const size_t size = static_cast<size_t>(length * layout_.kv_width);
-  for (auto& a : attention_) {
-    if (a.keys.size() < size) {
-      a.keys.resize(size);
-      a.values.resize(size);
-    }
-  }
+  for (auto& a : attention_)
+    if (a.capacity < length) Resize(a, length, layout_.kv_heads, HeadDim());
 }
 
 SequenceSnapshot SequenceState::Snapshot() const {
   SequenceSnapshot snapshot;
   snapshot.position = position_;
-  const size_t used = static_cast<size_t>(position_ * layout_.kv_width);
+  const int64_t kv_heads = layout_.kv_heads, head_dim = HeadDim();
   for (const auto& a : attention_) {
+    // Exactly the used rows: a snapshot's capacity is its position.
+    const int64_t used = std::min(position_, a.capacity);
     AttentionCache copy;
-    copy.keys.assign(a.keys.begin(), a.keys.begin() + std::min(used, a.keys.size()));
-    copy.values.assign(a.values.begin(), a.values.begin() + std::min(used, a.values.size()));
+    copy.capacity = used;
+    copy.keys.resize(static_cast<size_t>(kv_heads * used * head_dim));
+    copy.values.resize(copy.keys.size());
+    CopyPlanes(a.keys.data(), a.capacity, copy.keys.data(), used, used, kv_heads, head_dim);
+    CopyPlanes(a.values.data(), a.capacity, copy.values.data(), used, used, kv_heads, head_dim);
     snapshot.attention.push_back(std::move(copy));
   }
   snapshot.delta = delta_;
@@ -57,15 +107,15 @@ SequenceSnapshot SequenceState::Snapshot() const {
 
 void SequenceState::Restore(const SequenceSnapshot& snapshot) {
   position_ = snapshot.position;
+  const int64_t kv_heads = layout_.kv_heads, head_dim = HeadDim();
   for (size_t i = 0; i < attention_.size(); ++i) {
     auto& a = attention_[i];
     const auto& s = snapshot.attention[i];
-    if (a.keys.size() < s.keys.size()) {
-      a.keys.resize(s.keys.size());
-      a.values.resize(s.values.size());
-    }
-    std::copy(s.keys.begin(), s.keys.end(), a.keys.begin());
-    std::copy(s.values.begin(), s.values.end(), a.values.begin());
+    if (a.capacity < s.capacity) Resize(a, s.capacity, kv_heads, head_dim);
+    CopyPlanes(s.keys.data(), s.capacity, a.keys.data(), a.capacity, s.capacity, kv_heads,
+               head_dim);
+    CopyPlanes(s.values.data(), s.capacity, a.values.data(), a.capacity, s.capacity, kv_heads,
+               head_dim);
   }
   delta_ = snapshot.delta;
 }

@@ -1,6 +1,11 @@
 // Per-sequence model state: the attention KV cache of each full-attention layer and the conv
 // window + recurrent matrix of each Gated DeltaNet layer. All f32.
 //
+// A KV cache is head-major: each key/value head owns a plane of `capacity` positions, so the
+// attention kernel streams one head's keys as one contiguous run. Position-major rows would put
+// a whole page (4 KiB at 4 heads x 256 dims) between two keys of the same head, which defeats
+// the hardware prefetchers and the TLB at long context.
+//
 // Attention caches can be truncated (drop the last positions); DeltaNet states cannot, because
 // they fold every past token into a fixed-size matrix. Speculative decoding therefore keeps
 // snapshots (or per-row captures) for rollback; Truncate refuses an illegal request.
@@ -17,15 +22,26 @@ struct StateLayout {
   // One entry per layer: true for full attention, false for Gated DeltaNet.
   std::vector<bool> is_attention;
   int64_t kv_width = 0;        // kv_heads * head_dim
+  int64_t kv_heads = 1;        // planes per KV cache
   int64_t conv_channels = 0;   // conv_dim
   int64_t conv_history = 0;    // kernel - 1
   int64_t recurrent_size = 0;  // value_heads * key_dim * value_dim
 };
 
 struct AttentionCache {
-  std::vector<float> keys;    // [length, kv_width], k after norm and RoPE
-  std::vector<float> values;  // [length, kv_width]
+  std::vector<float> keys;    // [kv_heads, capacity, head_dim], k after norm and RoPE
+  std::vector<float> values;  // [kv_heads, capacity, head_dim]
+  int64_t capacity = 0;       // positions each head's plane holds
 };
+
+// Grows a cache to hold at least `positions` per head, keeping every row it held (new rows are
+// zero); never shrinks. Growth re-lays the planes out, so it is done in steps of at least half
+// the capacity: appending costs amortised O(1) per position.
+void GrowAttentionCache(AttentionCache& cache, int64_t positions, int64_t kv_heads,
+                        int64_t head_dim);
+// Writes `rows` positions from first_position on: k and v are [rows, kv_heads, head_dim].
+void WriteAttentionRows(AttentionCache& cache, int64_t first_position, int64_t rows, const float* k,
+                        const float* v, int64_t kv_heads, int64_t head_dim);
 
 struct DeltaNetState {
   std::vector<float> conv;       // [conv_history, conv_channels], oldest first
@@ -54,7 +70,7 @@ class SequenceState {
   const AttentionCache& attention(int64_t layer) const { return attention_[slot_[layer]]; }
   const DeltaNetState& delta(int64_t layer) const { return delta_[slot_[layer]]; }
 
-  // Grows every KV cache to hold `length` positions (new rows are zero).
+  // Grows every KV cache to hold at least `length` positions (new rows are zero).
   void ReserveKv(int64_t length);
 
   SequenceSnapshot Snapshot() const;
@@ -70,6 +86,8 @@ class SequenceState {
   uint64_t Bytes() const;
 
  private:
+  int64_t HeadDim() const;
+
   StateLayout layout_;
   int64_t position_ = 0;
   std::vector<int64_t> slot_;  // layer -> index into attention_ or delta_

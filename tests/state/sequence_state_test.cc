@@ -18,6 +18,7 @@ StateLayout HybridLayout() {
   StateLayout layout;
   layout.is_attention = {false, false, false, true, false, false, false, true};
   layout.kv_width = 6;  // 2 kv heads x 3
+  layout.kv_heads = 2;
   layout.conv_channels = 5;
   layout.conv_history = 3;     // kernel 4
   layout.recurrent_size = 12;  // 1 head x 3 x 4
@@ -71,14 +72,21 @@ Dump Take(const SequenceState& state) {
   Dump dump;
   dump.position = state.position();
   const StateLayout& layout = state.layout();
-  const size_t used = static_cast<size_t>(state.position() * layout.kv_width);
+  const int64_t dim = layout.kv_width / layout.kv_heads;
   for (size_t l = 0; l < layout.is_attention.size(); ++l) {
     const int64_t layer = static_cast<int64_t>(l);
     if (layout.is_attention[l]) {
+      // The used rows of each head's plane, head after head.
       const AttentionCache& a = state.attention(layer);
-      dump.keys.emplace_back(a.keys.begin(), a.keys.begin() + std::min(used, a.keys.size()));
-      dump.values.emplace_back(a.values.begin(),
-                               a.values.begin() + std::min(used, a.values.size()));
+      const int64_t used = std::min(state.position(), a.capacity) * dim;
+      std::vector<float> keys, values;
+      for (int64_t h = 0; h < layout.kv_heads; ++h) {
+        const auto plane = static_cast<std::ptrdiff_t>(h * a.capacity * dim);
+        keys.insert(keys.end(), a.keys.begin() + plane, a.keys.begin() + plane + used);
+        values.insert(values.end(), a.values.begin() + plane, a.values.begin() + plane + used);
+      }
+      dump.keys.push_back(std::move(keys));
+      dump.values.push_back(std::move(values));
     } else {
       dump.conv.push_back(state.delta(layer).conv);
       dump.recurrent.push_back(state.delta(layer).recurrent);
@@ -141,16 +149,58 @@ TEST(SequenceStateTest, AdvanceAndReserveKv) {
     EXPECT_EQ(state.attention(layer).keys, std::vector<float>(30, 0.0f));
     EXPECT_EQ(state.attention(layer).values, std::vector<float>(30, 0.0f));
   }
-  state.attention(3).keys[29] = 1.0f;
-  state.ReserveKv(2);  // never shrinks
+  state.attention(3).keys[29] = 1.0f;  // head 1, position 4, element 2 of [2 heads, 5, 3]
+  state.ReserveKv(2);                  // never shrinks
   EXPECT_EQ(state.attention(3).keys.size(), 30u);
   EXPECT_EQ(state.attention(3).keys[29], 1.0f);
-  state.ReserveKv(8);  // grows, keeping old rows and zeroing new ones
+  state.ReserveKv(8);  // grows, keeping old rows (re-laid out per head) and zeroing new ones
   ASSERT_EQ(state.attention(3).keys.size(), 48u);
-  EXPECT_EQ(state.attention(3).keys[29], 1.0f);
-  for (size_t i = 30; i < 48; ++i) EXPECT_EQ(state.attention(3).keys[i], 0.0f);
+  EXPECT_EQ(state.attention(3).capacity, 8);
+  for (size_t i = 0; i < 48; ++i)
+    EXPECT_EQ(state.attention(3).keys[i], i == (1 * 8 + 4) * 3 + 2 ? 1.0f : 0.0f) << i;
   // DeltaNet states keep their fixed size.
   EXPECT_EQ(state.delta(0).conv.size(), 15u);
+}
+
+// Rows appended a few at a time land in each head's plane, survive every growth of the planes,
+// and come back from a snapshot restored into a fresh state.
+TEST(SequenceStateTest, AppendedRowsKeepTheirPlaceAcrossGrowth) {
+  const int64_t heads = 2, dim = 3;
+  auto value = [](int64_t pos, int64_t h, int64_t i) {
+    return static_cast<float>(pos * 100 + h * 10 + i);
+  };
+  SequenceState state(HybridLayout());
+  AttentionCache& cache = state.attention(7);
+  int64_t position = 0;
+  for (int64_t rows : {1, 3, 1, 7, 2, 20, 1}) {
+    std::vector<float> k, v;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < dim; ++i) {
+          k.push_back(value(position + r, h, i));
+          v.push_back(-value(position + r, h, i));
+        }
+    WriteAttentionRows(cache, position, rows, k.data(), v.data(), heads, dim);
+    position += rows;
+    state.Advance(rows);
+    ASSERT_GE(cache.capacity, position);
+    for (int64_t pos = 0; pos < position; ++pos)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < dim; ++i) {
+          const int64_t at = (h * cache.capacity + pos) * dim + i;
+          ASSERT_EQ(cache.keys[at], value(pos, h, i)) << pos << " " << h << " " << i;
+          ASSERT_EQ(cache.values[at], -value(pos, h, i)) << pos << " " << h << " " << i;
+        }
+  }
+  const SequenceSnapshot snapshot = state.Snapshot();
+  EXPECT_EQ(snapshot.attention[1].capacity, position);
+  SequenceState fresh(HybridLayout());
+  fresh.Restore(snapshot);
+  const AttentionCache& restored = fresh.attention(7);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < position * dim; ++i)
+      ASSERT_EQ(restored.keys[h * restored.capacity * dim + i],
+                cache.keys[h * cache.capacity * dim + i]);
 }
 
 TEST(SequenceStateTest, SnapshotRestoreIsBitExact) {
