@@ -1,13 +1,17 @@
 #include "kernels/matmul.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/check.h"
 #include "base/float16.h"
 #include "kernels/affine_quant.h"
+#include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/panels.h"
 #include "kernels/parallel.h"
@@ -126,10 +130,32 @@ void ForEachRow(const Matrix& w, int64_t m_rows, ThreadPool* pool,
   }
 }
 
-bool Avx512KernelsAvailable() {
-  static const bool available = avx512::Supported();
-  return available;
+// The int8 kernels this process runs: the best the CPU supports, or a lower one named by
+// MTPLX_KERNELS (avx512, avx2 or portable; never a higher one), so that one machine can measure
+// what a CPU without AVX-512 gets.
+enum class QuantIsa { kPortable, kAvx2, kAvx512 };
+
+QuantIsa DetectQuantIsa() {
+  QuantIsa isa = avx512::Supported() ? QuantIsa::kAvx512
+                 : avx2::Supported() ? QuantIsa::kAvx2
+                                     : QuantIsa::kPortable;
+  if (const char* cap = std::getenv("MTPLX_KERNELS")) {
+    const std::string name(cap);
+    const QuantIsa wanted = name == "avx2"       ? QuantIsa::kAvx2
+                            : name == "portable" ? QuantIsa::kPortable
+                                                 : QuantIsa::kAvx512;
+    isa = std::min(isa, wanted);
+  }
+  return isa;
 }
+
+QuantIsa SelectedIsa() {
+  static const QuantIsa isa = DetectQuantIsa();
+  return isa;
+}
+
+bool Avx512KernelsAvailable() { return SelectedIsa() == QuantIsa::kAvx512; }
+bool Int8KernelsAvailable() { return SelectedIsa() != QuantIsa::kPortable; }
 
 // Activations prepared for the AVX-512 kernels of matrices with `cols` columns and groups of
 // `group_size`: exact group sums, and for int8 the quantized rows in the layouts asked for
@@ -179,7 +205,11 @@ void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
       while (t - base >= PanelledRows(*ws[i]) / kPanelRows)
         base += PanelledRows(*ws[i++]) / kPanelRows;
       const int64_t p = t - base;
-      avx512::PanelInt8(*ws[i], p, act, ys[i] + p * kPanelRows, ws[i]->rows);
+      if (Avx512KernelsAvailable()) {
+        avx512::PanelInt8(*ws[i], p, act, ys[i] + p * kPanelRows, ws[i]->rows);
+      } else {
+        avx2::PanelInt8(*ws[i], p, act, ys[i] + p * kPanelRows, ws[i]->rows);
+      }
     }
   };
   if (WorthParallel(pool, work)) {
@@ -188,8 +218,13 @@ void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
     run(0, total_panels);
   }
   for (size_t i = 0; i < ws.size(); ++i)
-    for (int64_t n = PanelledRows(*ws[i]); n < ws[i]->rows; ++n)
-      avx512::QuantRowInt8(*ws[i], n, act, ys[i] + n, ws[i]->rows);
+    for (int64_t n = PanelledRows(*ws[i]); n < ws[i]->rows; ++n) {
+      if (Avx512KernelsAvailable()) {
+        avx512::QuantRowInt8(*ws[i], n, act, ys[i] + n, ws[i]->rows);
+      } else {
+        avx2::QuantRowInt8(*ws[i], n, act, ys[i] + n, ws[i]->rows);
+      }
+    }
 }
 
 void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, float* y,
@@ -214,6 +249,17 @@ void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, floa
       }
     }
   });
+}
+
+// The AVX2 int8 path: panels, then the rows after them (or a whole small matrix) by the plain
+// int8 row kernel; both read the activations in column order.
+void QuantizedMatMulAvx2(const Matrix& w, const float* x, int64_t m_rows, float* y,
+                         ThreadPool* pool) {
+  const PreparedInput in(x, m_rows, w.cols, w.quant.group_size, /*int8=*/true,
+                         /*for_rows=*/false, /*for_panels=*/true);
+  const Matrix* ws[] = {&w};
+  float* ys[] = {y};
+  RunPanelled(ws, ys, in.act, pool, w.rows * w.cols * m_rows);
 }
 
 void QuantizedMatMulPortable(const Matrix& w, const float* x, int64_t m_rows, float* y,
@@ -274,10 +320,12 @@ void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPoo
     } else {
       DenseMatMul(w, x, m_rows, y, pool);
     }
-  } else if (w.quant.panels && !(Avx512KernelsAvailable() && activations == Activations::kInt8)) {
+  } else if (w.quant.panels && !(Int8KernelsAvailable() && activations == Activations::kInt8)) {
     DenseMatMul(w, x, m_rows, y, pool);  // panels are for the int8 kernel; this path dequantizes
   } else if (Avx512KernelsAvailable()) {
     QuantizedMatMulAvx512(w, x, m_rows, y, pool, activations);
+  } else if (Int8KernelsAvailable() && activations == Activations::kInt8) {
+    QuantizedMatMulAvx2(w, x, m_rows, y, pool);
   } else {
     QuantizedMatMulPortable(w, x, m_rows, y, pool);
   }
@@ -287,19 +335,21 @@ void MatMulSameInput(std::span<const Matrix* const> ws, const float* x, int64_t 
                      std::span<float* const> ys, ThreadPool* pool, Activations activations) {
   MTPLX_CHECK(ws.size() == ys.size(), "one output per matrix");
   if (m_rows <= 0 || ws.empty()) return;
-  // The shared path: int8 activations on the AVX-512 kernels, and every matrix quantized with
+  // The shared path: int8 activations on the int8 kernels, and every matrix quantized with
   // the same columns and groups (so one preparation serves all) and panelled, or too small for a
   // panel (its few rows take the serial row kernel). Otherwise one MatMul each.
   const Matrix& first = *ws[0];
-  bool shared = Avx512KernelsAvailable() && activations == Activations::kInt8;
+  bool shared = Int8KernelsAvailable() && activations == Activations::kInt8;
   bool rows_needed = false, panels_needed = false;
   int64_t work = 0;
   for (const Matrix* w : ws) {
     shared = shared && w->quantized && w->cols == first.cols &&
              w->quant.group_size == first.quant.group_size &&
              (w->quant.panels || w->rows < kPanelRows);
-    rows_needed = rows_needed || PanelledRows(*w) < w->rows;
-    panels_needed = panels_needed || PanelledRows(*w) > 0;
+    // The AVX-512 row kernel reads the interleaved order; the AVX2 one the column order.
+    rows_needed = rows_needed || (PanelledRows(*w) < w->rows && Avx512KernelsAvailable());
+    // The AVX2 kernels (panels and rows) read only the column order.
+    panels_needed = panels_needed || PanelledRows(*w) > 0 || !Avx512KernelsAvailable();
     work += w->rows * w->cols * m_rows;
   }
   if (!shared) {
@@ -319,9 +369,18 @@ void MatMulPortable(const Matrix& w, const float* x, int64_t m_rows, float* y, T
   }
 }
 
-bool PanelKernelAvailable() { return Avx512KernelsAvailable(); }
+bool PanelKernelAvailable() { return Int8KernelsAvailable(); }
 
-const char* QuantKernelName() { return Avx512KernelsAvailable() ? "avx512-vnni" : "portable"; }
+const char* QuantKernelName() {
+  switch (SelectedIsa()) {
+    case QuantIsa::kAvx512:
+      return "avx512-vnni";
+    case QuantIsa::kAvx2:
+      return "avx2";
+    default:
+      return "portable";
+  }
+}
 
 void MatMulReference(const Matrix& w, const float* x, int64_t m_rows, float* y) {
   std::vector<float> row(w.cols);

@@ -6,6 +6,8 @@
 #include <type_traits>
 
 #include "base/check.h"
+#include "kernels/bit_widths.h"
+#include "kernels/panels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -487,10 +489,7 @@ template <int Bits, int Rows, bool Prefetch>
 MTPLX_AVX512 void PanelRows(const Matrix& w, int64_t panel, const PreparedActivations& act,
                             int64_t row0, float* y, int64_t y_stride) {
   const int64_t group_size = w.quant.group_size, groups = act.groups;
-  const int64_t group_bytes = 16 * group_size * Bits / 8;
-  const uint8_t* codes =
-      reinterpret_cast<const uint8_t*>(w.quant.packed) + panel * groups * group_bytes;
-  const int64_t scale_base = panel * 16 * groups;
+  const auto [codes, group_bytes, scale_base] = PanelAt(w, panel, Bits);
   const int8_t* x8 = act.x8_columns + row0 * act.x8_stride;
   const float* steps = act.steps + row0 * groups;
   const float* sums = act.group_sums + row0 * groups;
@@ -583,22 +582,8 @@ void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                int64_t y_stride) {
   MTPLX_CHECK(w.quant.panels, "not a panelled matrix");
-  switch (w.quant.bits) {
-    case 2:
-      return PanelAllRows<2>(w, panel, act, y, y_stride);
-    case 3:
-      return PanelAllRows<3>(w, panel, act, y, y_stride);
-    case 4:
-      return PanelAllRows<4>(w, panel, act, y, y_stride);
-    case 5:
-      return PanelAllRows<5>(w, panel, act, y, y_stride);
-    case 6:
-      return PanelAllRows<6>(w, panel, act, y, y_stride);
-    case 8:
-      return PanelAllRows<8>(w, panel, act, y, y_stride);
-    default:
-      MTPLX_CHECK(false, "unsupported bit width");
-  }
+  ForBitWidth(w.quant.bits,
+              [&](auto bits) { PanelAllRows<decltype(bits)::value>(w, panel, act, y, y_stride); });
 }
 
 void DenseRow(const Matrix& w, int64_t n, const float* x, int64_t m_rows, float* y,

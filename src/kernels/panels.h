@@ -48,6 +48,19 @@ bool WeightsStreamFromMemory(uint64_t weight_bytes);
 // layout. Requires PanelEligible(m).
 void RepackToPanels(Matrix& m, ThreadPool* pool = nullptr);
 
+// Where panel `panel` of a panelled matrix of `bits`-bit codes keeps its data: group g's codes
+// start at codes + g * group_bytes, its 16 scales and biases at entry scale_base + 16 g.
+struct PanelSpan {
+  const uint8_t* codes;
+  int64_t group_bytes;
+  int64_t scale_base;
+};
+inline PanelSpan PanelAt(const Matrix& w, int64_t panel, int bits) {
+  const int64_t groups = w.GroupsPerRow(), group_bytes = 16 * w.quant.group_size * bits / 8;
+  return {reinterpret_cast<const uint8_t*>(w.quant.packed) + panel * groups * group_bytes,
+          group_bytes, panel * kPanelRows * groups};
+}
+
 // Code of row r, column k, and the index of the (scale, bias) entry of row r, group g, in either
 // layout.
 uint32_t CodeAt(const Matrix& m, int64_t r, int64_t k);

@@ -11,6 +11,7 @@
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "kernels/affine_quant.h"
+#include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/panels.h"
 
@@ -198,6 +199,45 @@ TEST(PanelTest, PanelledMatricesMatchReferenceOnEveryPath) {
         }
         ExpectCloseToReference(panelled.m, 3, &pool, Kernel::kDispatched);
         ExpectCloseToReference(panelled.m, 2, &pool, Kernel::kPortable);
+      }
+}
+
+// The AVX2 panel kernel computes the same exact int32 group dots as VNNI (nibble products through
+// vpmaddubsw) and the same float steps per lane, so on a CPU with both it equals the AVX-512
+// kernel bit for bit: every width, group size and row count, with and without the prefetch.
+TEST(PanelTest, Avx2PanelsEqualAvx512PanelsBitForBit) {
+  if (!avx512::Supported() || !avx2::Supported()) GTEST_SKIP() << "needs AVX-512 and AVX2";
+  for (int bits : {2, 3, 4, 5, 6, 8})
+    for (int group : {32, 64, 128})
+      for (bool streamed : {false, true}) {
+        const int64_t rows = 48, cols = group == 32 ? 32 * 9 : 3 * 128, groups = cols / group;
+        TestMatrix t = MakePanelled(rows, cols, bits, group, bits * 7 + group);
+        t.m.quant.streamed = streamed;
+        for (int64_t m_rows : {1, 2, 3, 4, 5, 9}) {
+          const auto x = RandomValues(m_rows * cols, bits + m_rows, 2.0f);
+          const int64_t stride = avx512::X8Stride(cols);
+          std::vector<int8_t> x8(m_rows * stride);
+          std::vector<float> steps(m_rows * groups), sums(m_rows * groups);
+          avx512::QuantizeActivations(x.data(), m_rows, cols, group, x8.data(), steps.data(),
+                                      /*interleaved=*/false);
+          for (int64_t i = 0; i < m_rows * groups; ++i)
+            for (int64_t k = 0; k < group; ++k) sums[i] += x[i * group + k];
+          avx512::PreparedActivations act;
+          act.rows = m_rows;
+          act.groups = groups;
+          act.x = x.data();
+          act.group_sums = sums.data();
+          act.x8_columns = x8.data();
+          act.x8_stride = stride;
+          act.steps = steps.data();
+          std::vector<float> wide(m_rows * rows, 1.0f), narrow(m_rows * rows, 2.0f);
+          for (int64_t p = 0; p < rows / kPanelRows; ++p) {
+            avx512::PanelInt8(t.m, p, act, wide.data() + p * kPanelRows, rows);
+            avx2::PanelInt8(t.m, p, act, narrow.data() + p * kPanelRows, rows);
+          }
+          ASSERT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)))
+              << t.m.Describe() << " M=" << m_rows;
+        }
       }
 }
 

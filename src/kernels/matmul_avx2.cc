@@ -1,0 +1,239 @@
+#include "kernels/matmul_avx2.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/affine_quant.h"
+#include "kernels/bit_widths.h"
+#include "kernels/panels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MTPLX_HAVE_AVX2_KERNELS 1
+#define MTPLX_AVX2 __attribute__((target("avx2,fma,f16c")))
+#endif
+
+namespace mtplx::kernels::avx2 {
+
+// Row n (MLX layout) against every activation row: per group an exact int32 dot of the codes
+// with the int8 activations, then res = fma(dot, scale * step, res) and
+// bias_term = fma(bias, group_sum, bias_term), as the panel kernels do per lane.
+void QuantRowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
+                  int64_t y_stride) {
+  const int64_t groups = act.groups, group_size = w.quant.group_size;
+  const uint32_t* words = w.quant.packed + n * w.PackedWordsPerRow();
+  for (int64_t m = 0; m < act.rows; ++m) {
+    const int8_t* x8 = act.x8_columns + m * act.x8_stride;
+    float res = 0.0f, bias_term = 0.0f;
+    for (int64_t g = 0; g < groups; ++g) {
+      int32_t dot = 0;
+      for (int64_t k = g * group_size; k < (g + 1) * group_size; ++k)
+        dot += static_cast<int32_t>(UnpackCode(words, k, w.quant.bits)) * x8[k];
+      const int64_t entry = ScaleIndex(w, n, g);
+      const float scale =
+          LoadScalar(w.quant.scales, entry, w.quant.scale_dtype) * act.steps[m * groups + g];
+      res = std::fma(static_cast<float>(dot), scale, res);
+      bias_term = std::fma(LoadScalar(w.quant.biases, entry, w.quant.scale_dtype),
+                           act.group_sums[m * groups + g], bias_term);
+    }
+    y[m * y_stride] = res + bias_term;
+  }
+}
+
+#ifdef MTPLX_HAVE_AVX2_KERNELS
+
+bool Supported() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
+
+namespace {
+
+// As the AVX-512 panel kernel: streamed weights are fetched this far ahead of the reads.
+constexpr int64_t kPrefetchBytes = 6144;
+
+// Eight scale or bias entries (one half of a panel's 16) as f32, exactly.
+MTPLX_AVX2 inline __m256 LoadEight(const void* base, int64_t first, DType dtype) {
+  if (dtype == DType::kF32) return _mm256_loadu_ps(static_cast<const float*>(base) + first);
+  const __m128i half =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + first));
+  if (dtype == DType::kF16) return _mm256_cvtph_ps(half);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+}
+
+MTPLX_AVX2 inline __m256i Broadcast4(const int8_t* x) {
+  int32_t v;
+  std::memcpy(&v, x, sizeof(v));
+  return _mm256_set1_epi32(v);
+}
+
+// The 64 codes of one 4-column step (kernels/panels.h) of a width other than 4 and 8, as bytes:
+// they are 64 consecutive codes of the panel's bit stream.
+inline void UnpackStep(const uint8_t* stream, int bits, uint8_t* out) {
+  const uint32_t mask = (1u << bits) - 1u;
+  for (int j = 0; j < 64; ++j) {
+    const int bit = j * bits;
+    uint32_t window = stream[bit >> 3];
+    if ((bit & 7) + bits > 8) window |= static_cast<uint32_t>(stream[(bit >> 3) + 1]) << 8;
+    out[j] = static_cast<uint8_t>((window >> (bit & 7)) & mask);
+  }
+}
+
+// int16 partial sums of nibble products (each vpmaddubsw lane at most 2 * 15 * 127 = 3,810) are
+// widened after at most 8 additions (30,480 < 32,767).
+constexpr int kMaxInt16Adds = 8;
+
+// Adds the int16 partial sums to the int32 dot products and clears them. For 8-bit (and the
+// unpacked widths) the high nibble weighs 16; for 4-bit both nibbles are whole columns.
+template <int Bits, int Rows>
+MTPLX_AVX2 inline void Widen(__m256i* lo16, __m256i* hi16, __m256i* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) {
+    const __m256i lo = _mm256_madd_epi16(lo16[m], ones), hi = _mm256_madd_epi16(hi16[m], ones);
+    acc[m] =
+        _mm256_add_epi32(acc[m], _mm256_add_epi32(lo, Bits == 4 ? hi : _mm256_slli_epi32(hi, 4)));
+    lo16[m] = hi16[m] = _mm256_setzero_si256();
+  }
+}
+
+// Accumulates one half (8 output rows) of one group for `Rows` activation rows: acc[m] gets the
+// exact int32 dot of the group's codes with activation row m.
+template <int Bits, int Rows>
+MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* const* xg,
+                                 int64_t group_size, __m256i* acc) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256i lo16[Rows], hi16[Rows];
+  int adds = 0;
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m) lo16[m] = hi16[m] = _mm256_setzero_si256();
+  if constexpr (Bits == 4) {
+    // Step s (8 columns): low nibbles are columns 8s..8s+3, high nibbles 8s+4..8s+7.
+    for (int64_t s = 0; s < group_size / 8; ++s) {
+      const __m256i packed =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + s * 64 + half * 32));
+      const __m256i lo = _mm256_and_si256(packed, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+#pragma GCC unroll 4
+      for (int m = 0; m < Rows; ++m) {
+        lo16[m] = _mm256_add_epi16(lo16[m], _mm256_maddubs_epi16(lo, Broadcast4(xg[m] + s * 8)));
+        hi16[m] =
+            _mm256_add_epi16(hi16[m], _mm256_maddubs_epi16(hi, Broadcast4(xg[m] + s * 8 + 4)));
+      }
+      if (++adds == kMaxInt16Adds) {
+        Widen<Bits, Rows>(lo16, hi16, acc);
+        adds = 0;
+      }
+    }
+  } else {
+    // Step s (4 columns): one byte per code (8-bit in place, other widths unpacked), split into
+    // nibbles.
+    alignas(32) uint8_t unpacked[64];
+    for (int64_t s = 0; s < group_size / 4; ++s) {
+      const uint8_t* step = wg + s * 8 * Bits;
+      if constexpr (Bits != 8) {
+        UnpackStep(step, Bits, unpacked);
+        step = unpacked;
+      }
+      const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + half * 32));
+      const __m256i lo = _mm256_and_si256(codes, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+#pragma GCC unroll 4
+      for (int m = 0; m < Rows; ++m) {
+        const __m256i x = Broadcast4(xg[m] + s * 4);
+        lo16[m] = _mm256_add_epi16(lo16[m], _mm256_maddubs_epi16(lo, x));
+        hi16[m] = _mm256_add_epi16(hi16[m], _mm256_maddubs_epi16(hi, x));
+      }
+      if (++adds == kMaxInt16Adds) {
+        Widen<Bits, Rows>(lo16, hi16, acc);
+        adds = 0;
+      }
+    }
+  }
+  if (adds > 0) Widen<Bits, Rows>(lo16, hi16, acc);
+}
+
+template <int Bits, int Rows>
+MTPLX_AVX2 void PanelRows(const Matrix& w, int64_t panel, const PreparedActivations& act,
+                          int64_t row0, float* y, int64_t y_stride) {
+  const int64_t group_size = w.quant.group_size, groups = act.groups;
+  const auto [codes, group_bytes, scale_base] = PanelAt(w, panel, Bits);
+  const float* steps = act.steps + row0 * groups;
+  const float* sums = act.group_sums + row0 * groups;
+  for (int half = 0; half < 2; ++half) {
+    __m256 res[Rows], bias_terms[Rows];
+#pragma GCC unroll 4
+    for (int m = 0; m < Rows; ++m) res[m] = bias_terms[m] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < groups; ++g) {
+      const uint8_t* wg = codes + g * group_bytes;
+      if (w.quant.streamed && half == 0)
+        for (int64_t line = 0; line < group_bytes; line += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(wg) + kPrefetchBytes + line, _MM_HINT_T0);
+      const int8_t* xg[Rows];
+#pragma GCC unroll 4
+      for (int m = 0; m < Rows; ++m)
+        xg[m] = act.x8_columns + (row0 + m) * act.x8_stride + g * group_size;
+      __m256i acc[Rows];
+#pragma GCC unroll 4
+      for (int m = 0; m < Rows; ++m) acc[m] = _mm256_setzero_si256();
+      GroupHalf<Bits, Rows>(wg, half, xg, group_size, acc);
+      const int64_t entry = scale_base + g * 16 + half * 8;
+      const __m256 scales = LoadEight(w.quant.scales, entry, w.quant.scale_dtype);
+      const __m256 biases = LoadEight(w.quant.biases, entry, w.quant.scale_dtype);
+#pragma GCC unroll 4
+      for (int m = 0; m < Rows; ++m) {
+        const __m256 scale = _mm256_mul_ps(scales, _mm256_set1_ps(steps[m * groups + g]));
+        res[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[m]), scale, res[m]);
+        bias_terms[m] =
+            _mm256_fmadd_ps(biases, _mm256_set1_ps(sums[m * groups + g]), bias_terms[m]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < Rows; ++m)
+      _mm256_storeu_ps(y + m * y_stride + half * 8, _mm256_add_ps(res[m], bias_terms[m]));
+  }
+}
+
+template <int Bits>
+void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
+                  int64_t y_stride) {
+  for (int64_t m = 0; m < act.rows; m += 4) {
+    float* out = y + m * y_stride;
+    switch (std::min<int64_t>(4, act.rows - m)) {
+      case 1:
+        PanelRows<Bits, 1>(w, panel, act, m, out, y_stride);
+        break;
+      case 2:
+        PanelRows<Bits, 2>(w, panel, act, m, out, y_stride);
+        break;
+      case 3:
+        PanelRows<Bits, 3>(w, panel, act, m, out, y_stride);
+        break;
+      default:
+        PanelRows<Bits, 4>(w, panel, act, m, out, y_stride);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
+               int64_t y_stride) {
+  MTPLX_CHECK(w.quant.panels, "not a panelled matrix");
+  ForBitWidth(w.quant.bits,
+              [&](auto bits) { PanelAllRows<decltype(bits)::value>(w, panel, act, y, y_stride); });
+}
+
+#else  // not x86-64 with GCC: no AVX2 kernels
+
+bool Supported() { return false; }
+void PanelInt8(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t) {
+  MTPLX_CHECK(false, "AVX2 kernels are not built for this target");
+}
+
+#endif
+
+}  // namespace mtplx::kernels::avx2

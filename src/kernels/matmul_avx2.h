@@ -1,0 +1,38 @@
+// AVX2 int8-activation kernels for MLX affine matrices (internal to kernels/; matmul.cc is the one
+// dispatch point). For CPUs without the AVX-512 kernels (Zen 2/3, Intel client cores): AVX2, FMA
+// and F16C (Haswell, Zen 1 and later).
+//
+// AVX2 has no vpdpbusd, and vpmaddubsw (u8 x s8, pairs summed into int16) saturates once a code
+// exceeds 4 bits, so every code is split into nibbles (x = 16 h + l) and each nibble product stays
+// far from the int16 limit; int16 partial sums are widened to int32 before they could overflow.
+// The int32 dot product of a group is therefore the same exact integer as VNNI's, and the float
+// steps after it are the AVX-512 panel kernel's, lane for lane: on panelled rows both kernels give
+// bit-identical results, and a row's result never depends on how many rows run (batch invariance).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/matmul_avx512.h"
+#include "tensor/matrix.h"
+
+namespace mtplx::kernels::avx2 {
+
+// The activations prepared by matmul.cc (quantized to int8 per group; the column order,
+// act.x8_columns, is the one these kernels read).
+using PreparedActivations = avx512::PreparedActivations;
+
+// True when this CPU runs the kernels below (AVX2, FMA, F16C).
+bool Supported();
+
+// Panel `panel` of a panelled matrix (any width 2-8; kernels/panels.h) against every int8
+// activation row: y[m * y_stride + i] for output row 16 * panel + i.
+void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
+               int64_t y_stride);
+
+// Row n of a quantized matrix in the MLX layout against every int8 activation row (the rows
+// after a matrix's last whole panel, and matrices too small for one). Plain code: an exact
+// integer dot per group, then the panel kernel's float steps.
+void QuantRowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
+                  int64_t y_stride);
+
+}  // namespace mtplx::kernels::avx2
