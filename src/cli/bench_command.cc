@@ -13,7 +13,6 @@
 #include "cli/default_model.h"
 #include "cli/session.h"
 #include "engine/bench.h"
-#include "kernels/matmul.h"
 #include "model/model.h"
 
 namespace mtplx::cli {
@@ -92,7 +91,7 @@ nlohmann::json ReportJson(const engine::BenchReport& r, const model::Model& m,
           {"context", r.context},
           {"weight_bytes", m.weight_bytes()},
           {"activations", ActivationsName(m)},
-          {"kernels", kernels::QuantKernelName()},
+          {"kernels", model::Model::KernelsName()},
           {"draft_head_bits", m.draft_head_bits()},
           {"draft_vocab", m.draft_vocab()},
           {"resident_bytes", r.resident_bytes},
@@ -127,7 +126,7 @@ void PrintTable(const engine::BenchReport& r, const model::Model& m,
       m.draft_head_bits() ? StrCat(m.draft_head_bits(), "-bit draft head") : "model's draft head";
   std::printf("mtplx bench: %s (%d threads, context %lld, %s activations, %s kernels, %s)\n",
               m.dir().c_str(), r.threads, static_cast<long long>(r.context), ActivationsName(m),
-              kernels::QuantKernelName(), head.c_str());
+              model::Model::KernelsName(), head.c_str());
   std::printf("  %-26s %.2f GB/s (triad %.2f GB/s, %s arrays)\n", "memory read bandwidth",
               r.bandwidth.read_gbs, r.bandwidth.triad_gbs, HumanBytes(r.bandwidth.bytes).c_str());
   std::printf("  %-26s %.2f tok/s\n", "AR decode", r.decode_tok_s);

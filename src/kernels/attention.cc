@@ -3,14 +3,20 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu.h"
 #include "kernels/matmul.h"
-#include "kernels/matmul_avx512.h"
 #include "kernels/ops.h"
 #include "kernels/parallel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define MTPLX_ATTENTION_AVX512 1
+// GCC 12 reports the deliberately undefined pass-through operands inside its own AVX-512 headers
+// (_mm512_undefined_*) as uninitialized once they are inlined here.
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #endif
 
 namespace mtplx::kernels {
@@ -279,7 +285,7 @@ void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
                      ThreadPool* pool) {
   if (rows <= 0) return;
 #ifdef MTPLX_ATTENTION_AVX512
-  static const bool fast = avx512::Supported();
+  static const bool fast = Avx512FKernelsEnabled();
   if (fast && dims.head_dim % 16 == 0)
     return CausalAttentionAvx512(dims, q, rows, first_position, kv, scale, out, pool);
 #endif

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/parallel.h"
@@ -114,13 +115,7 @@ MTPLX_GDN_AVX512 void UpdateAndReadAvx512(const float* k, const float* q, const 
   }
 }
 
-bool GdnAvx512(int64_t dv) {
-  static const bool supported = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-  }();
-  return supported && dv % 16 == 0;
-}
+bool GdnAvx512(int64_t dv) { return Avx512FKernelsEnabled() && dv % 16 == 0; }
 #else
 bool GdnAvx512(int64_t) { return false; }
 void DecayAndProjectAvx512(float, const float*, int64_t, int64_t, const float*, float*, float*) {}

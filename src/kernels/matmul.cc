@@ -1,16 +1,15 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <span>
-#include <string>
 #include <vector>
 
 #include "base/check.h"
 #include "base/float16.h"
 #include "kernels/affine_quant.h"
+#include "kernels/cpu.h"
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/panels.h"
@@ -130,23 +129,15 @@ void ForEachRow(const Matrix& w, int64_t m_rows, ThreadPool* pool,
   }
 }
 
-// The int8 kernels this process runs: the best the CPU supports, or a lower one named by
-// MTPLX_KERNELS (avx512, avx2 or portable; never a higher one), so that one machine can measure
-// what a CPU without AVX-512 gets.
+// The int8 kernels this process runs: the best the CPU supports, capped by MTPLX_KERNELS
+// (kernels/cpu.h).
 enum class QuantIsa { kPortable, kAvx2, kAvx512 };
 
 QuantIsa DetectQuantIsa() {
-  QuantIsa isa = avx512::Supported() ? QuantIsa::kAvx512
-                 : avx2::Supported() ? QuantIsa::kAvx2
-                                     : QuantIsa::kPortable;
-  if (const char* cap = std::getenv("MTPLX_KERNELS")) {
-    const std::string name(cap);
-    const QuantIsa wanted = name == "avx2"       ? QuantIsa::kAvx2
-                            : name == "portable" ? QuantIsa::kPortable
-                                                 : QuantIsa::kAvx512;
-    isa = std::min(isa, wanted);
-  }
-  return isa;
+  const KernelCap cap = KernelCapFromEnvironment();
+  if (avx512::Supported() && cap == KernelCap::kAvx512) return QuantIsa::kAvx512;
+  if (avx2::Supported() && cap != KernelCap::kPortable) return QuantIsa::kAvx2;
+  return QuantIsa::kPortable;
 }
 
 QuantIsa SelectedIsa() {

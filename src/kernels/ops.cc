@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/matmul_avx512.h"
+#include "kernels/cpu.h"
 #include "kernels/simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -160,7 +160,7 @@ __attribute__((target("avx512f"))) static int64_t FirstAboveAvx512(const float* 
 
 int64_t FirstAbove(const float* x, int64_t from, int64_t n, float bound) {
 #ifdef MTPLX_OPS_AVX512
-  static const bool fast = avx512::Supported();
+  static const bool fast = Avx512FKernelsEnabled();
   if (fast) return FirstAboveAvx512(x, from, n, bound);
 #endif
   return FirstAboveReference(x, from, n, bound);

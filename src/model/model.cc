@@ -135,6 +135,8 @@ uint64_t Model::DecodeWeightBytes() const {
   return total;
 }
 
+const char* Model::KernelsName() { return kernels::QuantKernelName(); }
+
 std::unique_ptr<state::SequenceState> Model::NewState() const {
   const io::ModelConfig& c = config_;
   state::StateLayout layout;

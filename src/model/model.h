@@ -105,6 +105,8 @@ class Model {
   bool weights_locked() const { return checkpoint_->all_locked(); }
   ThreadPool* pool() const { return pool_.get(); }
   kernels::Activations activations() const { return activations_; }
+  // The int8 matmul kernels this process runs: "avx512-vnni", "avx2" or "portable".
+  static const char* KernelsName();
   // Bits of the drafter's head copy, 0 when the drafter uses the model's head.
   int draft_head_bits() const { return draft_head_ ? draft_head_->bits() : 0; }
   // Ids the drafter can propose: [0, draft_vocab()).
