@@ -7,6 +7,7 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/parallel.h"
+#include "kernels/simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -54,6 +55,95 @@ void CausalAttentionReference(const AttentionDims& dims, const float* q, int64_t
     run(0, rows * dims.heads);
   }
 }
+
+namespace {
+
+// Most queries one task of the packed kernels attends at once (the scores scratch holds this many
+// rows of the context).
+constexpr int kMaxGroupQueries = 16;
+
+// exp(x - max(x)) in place; returns 1 / their sum (plain loops, vectorized per CPU by
+// target_clones; every query runs the same operations whatever attends beside it).
+MTPLX_TARGET_CLONES float ExpShiftedInverseSum(float* x, int64_t n) {
+  float max = x[0];
+  for (int64_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
+  for (int64_t i = 0; i < n; ++i) x[i] = ExpF32(x[i] - max);
+  float lanes[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] += x[i + j];
+  for (int j = 0; i < n; ++i, ++j) lanes[j] += x[i];
+  for (int width = 8; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+  return 1.0f / lanes[0];
+}
+
+// out[0..d) += w * v[0..d).
+MTPLX_TARGET_CLONES void AddScaled(float w, const float* __restrict v, int64_t d,
+                                   float* __restrict out) {
+  for (int64_t i = 0; i < d; ++i) out[i] += w * v[i];
+}
+
+MTPLX_TARGET_CLONES void Scale(float s, int64_t d, float* out) {
+  for (int64_t i = 0; i < d; ++i) out[i] *= s;
+}
+
+// Positions a task walks at a time: the block of keys (or values) stays in cache while every
+// query of the group reads it.
+constexpr int64_t kPortableTile = 64;
+
+// The packed kernel for CPUs without the AVX-512 one (and head sizes it does not take): the
+// queries sharing a key/value head are attended together, so each tile of keys and of values is
+// read from memory once for all of them, as on AVX-512; the arithmetic is plain loops.
+void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t rows,
+                           int64_t first_position, const KvPlanes& kv, float scale, float* out,
+                           ThreadPool* pool) {
+  const int64_t d = dims.head_dim, group = dims.heads / dims.kv_heads;
+  const int64_t plane = kv.capacity * d, per_kv = rows * group;
+  const int64_t tiles = (per_kv + kMaxGroupQueries - 1) / kMaxGroupQueries;
+  const int64_t pitch = first_position + rows;
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(std::min<int64_t>(kMaxGroupQueries, per_kv) * pitch);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t head = task / tiles, first = task % tiles * kMaxGroupQueries;
+      const int count = static_cast<int>(std::min<int64_t>(kMaxGroupQueries, per_kv - first));
+      const float* keys = kv.keys + head * plane;
+      const float* values = kv.values + head * plane;
+      const float* qs[kMaxGroupQueries];
+      float* outs[kMaxGroupQueries];
+      int64_t lengths[kMaxGroupQueries];
+      float inverse[kMaxGroupQueries];
+      for (int n = 0; n < count; ++n) {
+        const int64_t m = (first + n) / group, h = head * group + (first + n) % group;
+        qs[n] = q + (m * dims.heads + h) * d;
+        outs[n] = out + (m * dims.heads + h) * d;
+        lengths[n] = first_position + m + 1;
+      }
+      const int64_t longest = *std::max_element(lengths, lengths + count);
+      for (int64_t t0 = 0; t0 < longest; t0 += kPortableTile)
+        for (int n = 0; n < count; ++n)
+          for (int64_t t = t0; t < std::min(t0 + kPortableTile, lengths[n]); ++t)
+            scores[n * pitch + t] = DotF32(qs[n], keys + t * d, d) * scale;
+      for (int n = 0; n < count; ++n) {
+        inverse[n] = ExpShiftedInverseSum(scores.data() + n * pitch, lengths[n]);
+        std::fill(outs[n], outs[n] + d, 0.0f);
+      }
+      for (int64_t u0 = 0; u0 < longest; u0 += kPortableTile)
+        for (int n = 0; n < count; ++n)
+          for (int64_t u = u0; u < std::min(u0 + kPortableTile, lengths[n]); ++u)
+            AddScaled(scores[n * pitch + u], values + u * d, d, outs[n]);
+      for (int n = 0; n < count; ++n) Scale(inverse[n], d, outs[n]);
+    }
+  };
+  const int64_t work = rows * dims.heads * (first_position + rows) * d * 2;
+  if (WorthParallel(pool, work)) {
+    pool->ParallelFor(dims.kv_heads * tiles, 1, run);
+  } else {
+    run(0, dims.kv_heads * tiles);
+  }
+}
+
+}  // namespace
 
 #ifdef MTPLX_ATTENTION_AVX512
 namespace {
@@ -241,8 +331,6 @@ MTPLX_AVX512_ATTN void AttendGroup(GroupQuery* g, int count, const float* keys, 
   }
 }
 
-constexpr int kMaxGroupQueries = 16;  // bounds the scores scratch: 16 rows of the context
-
 }  // namespace
 
 // One task per (key/value head, tile of up to 16 of its queries). The queries of a tile are the
@@ -289,7 +377,7 @@ void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
   if (fast && dims.head_dim % 16 == 0)
     return CausalAttentionAvx512(dims, q, rows, first_position, kv, scale, out, pool);
 #endif
-  CausalAttentionReference(dims, q, rows, first_position, kv, scale, out, pool);
+  CausalAttentionPacked(dims, q, rows, first_position, kv, scale, out, pool);
 }
 
 }  // namespace mtplx::kernels

@@ -28,8 +28,8 @@ struct KvPlanes {
 // together (GQA packing: every head of the group, every row), so each key block is read from
 // memory once for all of them; it scores 16 keys per block with one shared reduction tree and
 // runs softmax and the value sum on vectors, the sum in tiles of positions that stay in cache
-// while every query and every slice of the head reads them. Other CPUs and shapes use the
-// reference.
+// while every query and every slice of the head reads them. Other CPUs and shapes take a packed
+// kernel of plain loops (the same GQA packing and tiles; target_clones vectorizes it per CPU).
 void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
                      int64_t first_position, const KvPlanes& kv, float scale, float* out,
                      ThreadPool* pool);
