@@ -62,30 +62,10 @@ namespace {
 // rows of the context).
 constexpr int kMaxGroupQueries = 16;
 
-// exp(x - max(x)) in place; returns 1 / their sum (plain loops, vectorized per CPU by
-// target_clones; every query runs the same operations whatever attends beside it).
-MTPLX_TARGET_CLONES float ExpShiftedInverseSum(float* x, int64_t n) {
-  float max = x[0];
-  for (int64_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
-  for (int64_t i = 0; i < n; ++i) x[i] = ExpF32(x[i] - max);
-  float lanes[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) lanes[j] += x[i + j];
-  for (int j = 0; i < n; ++i, ++j) lanes[j] += x[i];
-  for (int width = 8; width > 0; width /= 2)
-    for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
-  return 1.0f / lanes[0];
-}
-
 // out[0..d) += w * v[0..d).
 MTPLX_TARGET_CLONES void AddScaled(float w, const float* __restrict v, int64_t d,
                                    float* __restrict out) {
   for (int64_t i = 0; i < d; ++i) out[i] += w * v[i];
-}
-
-MTPLX_TARGET_CLONES void Scale(float s, int64_t d, float* out) {
-  for (int64_t i = 0; i < d; ++i) out[i] *= s;
 }
 
 // Positions a task walks at a time: the block of keys (or values) stays in cache while every
@@ -112,7 +92,6 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
       const float* qs[kMaxGroupQueries];
       float* outs[kMaxGroupQueries];
       int64_t lengths[kMaxGroupQueries];
-      float inverse[kMaxGroupQueries];
       for (int n = 0; n < count; ++n) {
         const int64_t m = (first + n) / group, h = head * group + (first + n) % group;
         qs[n] = q + (m * dims.heads + h) * d;
@@ -125,14 +104,13 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
           for (int64_t t = t0; t < std::min(t0 + kPortableTile, lengths[n]); ++t)
             scores[n * pitch + t] = DotF32(qs[n], keys + t * d, d) * scale;
       for (int n = 0; n < count; ++n) {
-        inverse[n] = ExpShiftedInverseSum(scores.data() + n * pitch, lengths[n]);
+        SoftmaxInPlace(scores.data() + n * pitch, lengths[n]);
         std::fill(outs[n], outs[n] + d, 0.0f);
       }
       for (int64_t u0 = 0; u0 < longest; u0 += kPortableTile)
         for (int n = 0; n < count; ++n)
           for (int64_t u = u0; u < std::min(u0 + kPortableTile, lengths[n]); ++u)
             AddScaled(scores[n * pitch + u], values + u * d, d, outs[n]);
-      for (int n = 0; n < count; ++n) Scale(inverse[n], d, outs[n]);
     }
   };
   const int64_t work = rows * dims.heads * (first_position + rows) * d * 2;

@@ -186,6 +186,9 @@ struct PreparedInput {
 // kernel. `work` (multiply-adds) decides whether the pool takes the loop.
 void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
                  const avx512::PreparedActivations& act, ThreadPool* pool, int64_t work) {
+  const bool avx512 = Avx512KernelsAvailable();
+  const auto panel_kernel = avx512 ? avx512::PanelInt8 : avx2::PanelInt8;
+  const auto row_kernel = avx512 ? avx512::QuantRowInt8 : avx2::QuantRowInt8;
   int64_t total_panels = 0;
   for (const Matrix* w : ws) total_panels += PanelledRows(*w) / kPanelRows;
   // Panel t of the concatenated list belongs to the first matrix whose panels reach past t.
@@ -196,11 +199,7 @@ void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
       while (t - base >= PanelledRows(*ws[i]) / kPanelRows)
         base += PanelledRows(*ws[i++]) / kPanelRows;
       const int64_t p = t - base;
-      if (Avx512KernelsAvailable()) {
-        avx512::PanelInt8(*ws[i], p, act, ys[i] + p * kPanelRows, ws[i]->rows);
-      } else {
-        avx2::PanelInt8(*ws[i], p, act, ys[i] + p * kPanelRows, ws[i]->rows);
-      }
+      panel_kernel(*ws[i], p, act, ys[i] + p * kPanelRows, ws[i]->rows);
     }
   };
   if (WorthParallel(pool, work)) {
@@ -209,13 +208,8 @@ void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
     run(0, total_panels);
   }
   for (size_t i = 0; i < ws.size(); ++i)
-    for (int64_t n = PanelledRows(*ws[i]); n < ws[i]->rows; ++n) {
-      if (Avx512KernelsAvailable()) {
-        avx512::QuantRowInt8(*ws[i], n, act, ys[i] + n, ws[i]->rows);
-      } else {
-        avx2::QuantRowInt8(*ws[i], n, act, ys[i] + n, ws[i]->rows);
-      }
-    }
+    for (int64_t n = PanelledRows(*ws[i]); n < ws[i]->rows; ++n)
+      row_kernel(*ws[i], n, act, ys[i] + n, ws[i]->rows);
 }
 
 void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, float* y,
