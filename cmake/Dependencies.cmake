@@ -1,4 +1,7 @@
 # Every dependency comes from a Debian 12 package (scripts/install-deps.sh installs them).
+if(MTPLX_STATIC_EXECUTABLES)  # cmake/aarch64-linux-gnu.cmake: only static archives link
+  set(CMAKE_FIND_LIBRARY_SUFFIXES .a)
+endif()
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)

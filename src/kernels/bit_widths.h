@@ -1,14 +1,17 @@
-// Calls fn(std::integral_constant<int, Bits>{}) for a quantized width of 2, 3, 4, 5, 6 or 8 bits,
-// so that a kernel templated on its width is written once per width set, not once per switch
-// (internal to kernels/).
+// Compile-time dispatch for kernels templated on their code width and on the number of
+// activation rows they run at once (internal to kernels/).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "base/check.h"
 
 namespace mtplx::kernels {
 
+// Calls fn(std::integral_constant<int, Bits>{}) for a quantized width of 2, 3, 4, 5, 6 or 8 bits,
+// so that a kernel templated on its width is written once per width set, not once per switch.
 template <typename Fn>
 void ForBitWidth(int bits, Fn&& fn) {
   switch (bits) {
@@ -26,6 +29,28 @@ void ForBitWidth(int bits, Fn&& fn) {
       return fn(std::integral_constant<int, 8>{});
     default:
       MTPLX_CHECK(false, "unsupported bit width");
+  }
+}
+
+// Calls fn(std::integral_constant<int, Rows>{}, first_row) over `rows` activation rows in blocks
+// of 4 (the last one 1-3 rows): each block reads the weights once for all its rows.
+template <typename Fn>
+void ForRowBlocks(int64_t rows, Fn&& fn) {
+  for (int64_t m = 0; m < rows; m += 4) {
+    switch (std::min<int64_t>(4, rows - m)) {
+      case 1:
+        fn(std::integral_constant<int, 1>{}, m);
+        break;
+      case 2:
+        fn(std::integral_constant<int, 2>{}, m);
+        break;
+      case 3:
+        fn(std::integral_constant<int, 3>{}, m);
+        break;
+      default:
+        fn(std::integral_constant<int, 4>{}, m);
+        break;
+    }
   }
 }
 

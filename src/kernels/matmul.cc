@@ -12,6 +12,8 @@
 #include "kernels/cpu.h"
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
+#include "kernels/matmul_neon.h"
+#include "kernels/matmul_plain.h"
 #include "kernels/panels.h"
 #include "kernels/parallel.h"
 #include "kernels/simd.h"
@@ -131,12 +133,13 @@ void ForEachRow(const Matrix& w, int64_t m_rows, ThreadPool* pool,
 
 // The int8 kernels this process runs: the best the CPU supports, capped by MTPLX_KERNELS
 // (kernels/cpu.h).
-enum class QuantIsa { kPortable, kAvx2, kAvx512 };
+enum class QuantIsa { kPortable, kAvx2, kAvx512, kNeonDot };
 
 QuantIsa DetectQuantIsa() {
   const KernelCap cap = KernelCapFromEnvironment();
   if (avx512::Supported() && cap == KernelCap::kAvx512) return QuantIsa::kAvx512;
   if (avx2::Supported() && cap != KernelCap::kPortable) return QuantIsa::kAvx2;
+  if (neon::Supported() && cap != KernelCap::kPortable) return QuantIsa::kNeonDot;
   return QuantIsa::kPortable;
 }
 
@@ -184,11 +187,26 @@ struct PreparedInput {
 // The panelled matrices `ws` against one prepared input: the panels of all of them as one
 // parallel loop, then each matrix's rows after its last whole panel (MLX layout) by the int8 row
 // kernel. `work` (multiply-adds) decides whether the pool takes the loop.
+using Int8Kernel = void (*)(const Matrix&, int64_t, const avx512::PreparedActivations&, float*,
+                            int64_t);
+
+Int8Kernel PanelKernel() {
+  switch (SelectedIsa()) {
+    case QuantIsa::kAvx512:
+      return avx512::PanelInt8;
+    case QuantIsa::kNeonDot:
+      return neon::PanelInt8;
+    default:
+      return avx2::PanelInt8;
+  }
+}
+
 void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
                  const avx512::PreparedActivations& act, ThreadPool* pool, int64_t work) {
-  const bool avx512 = Avx512KernelsAvailable();
-  const auto panel_kernel = avx512 ? avx512::PanelInt8 : avx2::PanelInt8;
-  const auto row_kernel = avx512 ? avx512::QuantRowInt8 : avx2::QuantRowInt8;
+  const Int8Kernel panel_kernel = PanelKernel();
+  // The AVX-512 row kernel reads the interleaved order; the others the plain row kernel.
+  const Int8Kernel row_kernel =
+      Avx512KernelsAvailable() ? avx512::QuantRowInt8 : plain::QuantRowInt8;
   int64_t total_panels = 0;
   for (const Matrix* w : ws) total_panels += PanelledRows(*w) / kPanelRows;
   // Panel t of the concatenated list belongs to the first matrix whose panels reach past t.
@@ -236,10 +254,10 @@ void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, floa
   });
 }
 
-// The AVX2 int8 path: panels, then the rows after them (or a whole small matrix) by the plain
-// int8 row kernel; both read the activations in column order.
-void QuantizedMatMulAvx2(const Matrix& w, const float* x, int64_t m_rows, float* y,
-                         ThreadPool* pool) {
+// The AVX2 and NEON int8 path: panels, then the rows after them (or a whole small matrix) by the
+// plain int8 row kernel; both read the activations in column order.
+void QuantizedMatMulColumnOrder(const Matrix& w, const float* x, int64_t m_rows, float* y,
+                                ThreadPool* pool) {
   const PreparedInput in(x, m_rows, w.cols, w.quant.group_size, /*int8=*/true,
                          /*for_rows=*/false, /*for_panels=*/true);
   const Matrix* ws[] = {&w};
@@ -310,7 +328,7 @@ void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPoo
   } else if (Avx512KernelsAvailable()) {
     QuantizedMatMulAvx512(w, x, m_rows, y, pool, activations);
   } else if (Int8KernelsAvailable() && activations == Activations::kInt8) {
-    QuantizedMatMulAvx2(w, x, m_rows, y, pool);
+    QuantizedMatMulColumnOrder(w, x, m_rows, y, pool);
   } else {
     QuantizedMatMulPortable(w, x, m_rows, y, pool);
   }
@@ -331,9 +349,9 @@ void MatMulSameInput(std::span<const Matrix* const> ws, const float* x, int64_t 
     shared = shared && w->quantized && w->cols == first.cols &&
              w->quant.group_size == first.quant.group_size &&
              (w->quant.panels || w->rows < kPanelRows);
-    // The AVX-512 row kernel reads the interleaved order; the AVX2 one the column order.
+    // The AVX-512 row kernel reads the interleaved order; the plain one the column order.
     rows_needed = rows_needed || (PanelledRows(*w) < w->rows && Avx512KernelsAvailable());
-    // The AVX2 kernels (panels and rows) read only the column order.
+    // The AVX2 and NEON kernels (panels and rows) read only the column order.
     panels_needed = panels_needed || PanelledRows(*w) > 0 || !Avx512KernelsAvailable();
     work += w->rows * w->cols * m_rows;
   }
@@ -362,6 +380,8 @@ const char* QuantKernelName() {
       return "avx512-vnni";
     case QuantIsa::kAvx2:
       return "avx2";
+    case QuantIsa::kNeonDot:
+      return "neon-dotprod";
     default:
       return "portable";
   }

@@ -17,9 +17,9 @@ namespace mtplx::kernels {
 // How activations meet quantized weights.
 //   kF32:  exact f32 activations (the reference numerics; what the model-reference tests check).
 //   kInt8: activations rounded to int8 per weight group (step = max|x| / 127) and multiplied by
-//          the codes in integer arithmetic (AVX-512 VNNI), like llama.cpp's Q8 activations: about
-//          4x fewer instructions per weight, at a relative error of ~1e-3 per dot product.
-//          Where the CPU lacks VNNI/VBMI kernels it falls back to kF32.
+//          the codes in integer arithmetic (AVX-512 VNNI, AVX2, or ARM's sdot), like llama.cpp's
+//          Q8 activations: about 4x fewer instructions per weight, at a relative error of ~1e-3
+//          per dot product. Where the CPU has none of these kernels it falls back to kF32.
 // Dense (bf16/f16/f32) weights always use f32 activations.
 enum class Activations { kF32, kInt8 };
 
@@ -45,7 +45,8 @@ void MatMulPortable(const Matrix& w, const float* x, int64_t m_rows, float* y, T
 // kInt8.
 bool PanelKernelAvailable();
 
-// Name of the quantized-matmul kernel family this CPU runs ("avx512-vnni" or "portable").
+// Name of the int8 kernel family this CPU runs ("avx512-vnni", "avx2", "neon-dotprod" or
+// "portable").
 const char* QuantKernelName();
 
 // Plain scalar reference (double accumulation), for tests.

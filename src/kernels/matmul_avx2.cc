@@ -16,31 +16,6 @@
 
 namespace mtplx::kernels::avx2 {
 
-// Row n (MLX layout) against every activation row: per group an exact int32 dot of the codes
-// with the int8 activations, then res = fma(dot, scale * step, res) and
-// bias_term = fma(bias, group_sum, bias_term), as the panel kernels do per lane.
-void QuantRowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
-                  int64_t y_stride) {
-  const int64_t groups = act.groups, group_size = w.quant.group_size;
-  const uint32_t* words = w.quant.packed + n * w.PackedWordsPerRow();
-  for (int64_t m = 0; m < act.rows; ++m) {
-    const int8_t* x8 = act.x8_columns + m * act.x8_stride;
-    float res = 0.0f, bias_term = 0.0f;
-    for (int64_t g = 0; g < groups; ++g) {
-      int32_t dot = 0;
-      for (int64_t k = g * group_size; k < (g + 1) * group_size; ++k)
-        dot += static_cast<int32_t>(UnpackCode(words, k, w.quant.bits)) * x8[k];
-      const int64_t entry = ScaleIndex(w, n, g);
-      const float scale =
-          LoadScalar(w.quant.scales, entry, w.quant.scale_dtype) * act.steps[m * groups + g];
-      res = std::fma(static_cast<float>(dot), scale, res);
-      bias_term = std::fma(LoadScalar(w.quant.biases, entry, w.quant.scale_dtype),
-                           act.group_sums[m * groups + g], bias_term);
-    }
-    y[m * y_stride] = res + bias_term;
-  }
-}
-
 #ifdef MTPLX_HAVE_AVX2_KERNELS
 
 bool Supported() {
@@ -67,18 +42,6 @@ MTPLX_AVX2 inline __m256i Broadcast4(const int8_t* x) {
   int32_t v;
   std::memcpy(&v, x, sizeof(v));
   return _mm256_set1_epi32(v);
-}
-
-// The 64 codes of one 4-column step (kernels/panels.h) of a width other than 4 and 8, as bytes:
-// they are 64 consecutive codes of the panel's bit stream.
-inline void UnpackStep(const uint8_t* stream, int bits, uint8_t* out) {
-  const uint32_t mask = (1u << bits) - 1u;
-  for (int j = 0; j < 64; ++j) {
-    const int bit = j * bits;
-    uint32_t window = stream[bit >> 3];
-    if ((bit & 7) + bits > 8) window |= static_cast<uint32_t>(stream[(bit >> 3) + 1]) << 8;
-    out[j] = static_cast<uint8_t>((window >> (bit & 7)) & mask);
-  }
 }
 
 // int16 partial sums of nibble products (each vpmaddubsw lane at most 2 * 15 * 127 = 3,810) are
@@ -134,7 +97,7 @@ MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* cons
     for (int64_t s = 0; s < group_size / 4; ++s) {
       const uint8_t* step = wg + s * 8 * Bits;
       if constexpr (Bits != 8) {
-        UnpackStep(step, Bits, unpacked);
+        UnpackPanelStep(step, Bits, unpacked);
         step = unpacked;
       }
       const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + half * 32));
@@ -196,35 +159,17 @@ MTPLX_AVX2 void PanelRows(const Matrix& w, int64_t panel, const PreparedActivati
   }
 }
 
-template <int Bits>
-void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
-                  int64_t y_stride) {
-  for (int64_t m = 0; m < act.rows; m += 4) {
-    float* out = y + m * y_stride;
-    switch (std::min<int64_t>(4, act.rows - m)) {
-      case 1:
-        PanelRows<Bits, 1>(w, panel, act, m, out, y_stride);
-        break;
-      case 2:
-        PanelRows<Bits, 2>(w, panel, act, m, out, y_stride);
-        break;
-      case 3:
-        PanelRows<Bits, 3>(w, panel, act, m, out, y_stride);
-        break;
-      default:
-        PanelRows<Bits, 4>(w, panel, act, m, out, y_stride);
-        break;
-    }
-  }
-}
-
 }  // namespace
 
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                int64_t y_stride) {
   MTPLX_CHECK(w.quant.panels, "not a panelled matrix");
-  ForBitWidth(w.quant.bits,
-              [&](auto bits) { PanelAllRows<decltype(bits)::value>(w, panel, act, y, y_stride); });
+  ForBitWidth(w.quant.bits, [&](auto bits) {
+    ForRowBlocks(act.rows, [&](auto block, int64_t m) {
+      PanelRows<decltype(bits)::value, decltype(block)::value>(w, panel, act, m, y + m * y_stride,
+                                                               y_stride);
+    });
+  });
 }
 
 #else  // not x86-64 with GCC: no AVX2 kernels

@@ -29,10 +29,6 @@ bool Supported();
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                int64_t y_stride);
 
-// Row n of a quantized matrix in the MLX layout against every int8 activation row (the rows
-// after a matrix's last whole panel, and matrices too small for one). Plain code: an exact
-// integer dot per group, then the panel kernel's float steps.
-void QuantRowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
-                  int64_t y_stride);
+// The rows after a matrix's last whole panel run the plain row kernel (kernels/matmul_plain.h).
 
 }  // namespace mtplx::kernels::avx2

@@ -355,29 +355,6 @@ MTPLX_AVX512 void RowInt8(const Matrix& w, int64_t n, const PreparedActivations&
   for (int m = 0; m < Rows; ++m) y[m * y_stride] = _mm512_reduce_add_ps(res[m]);
 }
 
-// Calls fn(std::integral_constant<int, R>{}, m) for the activation rows in blocks of R <= 4
-// starting at row m: a block keeps its accumulators in registers, and the weights it reads stay
-// in L1 for the next block.
-template <typename Fn>
-inline void ForRowBlocks(int64_t rows, Fn&& fn) {
-  for (int64_t m = 0; m < rows; m += 4) {
-    switch (std::min<int64_t>(4, rows - m)) {
-      case 1:
-        fn(std::integral_constant<int, 1>{}, m);
-        break;
-      case 2:
-        fn(std::integral_constant<int, 2>{}, m);
-        break;
-      case 3:
-        fn(std::integral_constant<int, 3>{}, m);
-        break;
-      default:
-        fn(std::integral_constant<int, 4>{}, m);
-        break;
-    }
-  }
-}
-
 template <int Bits, bool Int8>
 void RowAllBlocks(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
                   int64_t y_stride) {

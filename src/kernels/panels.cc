@@ -64,6 +64,17 @@ uint32_t CodeAt(const Matrix& m, int64_t r, int64_t k) {
   return high ? byte >> 4 : byte & 0x0Fu;
 }
 
+void UnpackPanelStep(const uint8_t* stream, int bits, uint8_t* out) {
+  const uint32_t mask = (1u << bits) - 1u;
+  for (int j = 0; j < 64; ++j) {
+    const int bit = j * bits;
+    // Two bytes always cover a code of <= 8 bits at any bit offset.
+    uint32_t window = stream[bit >> 3];
+    if ((bit & 7) + bits > 8) window |= static_cast<uint32_t>(stream[(bit >> 3) + 1]) << 8;
+    out[j] = static_cast<uint8_t>((window >> (bit & 7)) & mask);
+  }
+}
+
 int64_t ScaleIndex(const Matrix& m, int64_t r, int64_t g) {
   const int64_t groups = m.GroupsPerRow();
   if (r >= PanelledRows(m)) return r * groups + g;

@@ -61,6 +61,10 @@ inline PanelSpan PanelAt(const Matrix& w, int64_t panel, int bits) {
           group_bytes, panel * kPanelRows * groups};
 }
 
+// The 64 codes of one 4-column step of a panel of a width other than 4 and 8, spread to bytes in
+// the 8-bit order: they are 64 consecutive codes of the panel's bit stream starting at `stream`.
+void UnpackPanelStep(const uint8_t* stream, int bits, uint8_t* out);
+
 // Code of row r, column k, and the index of the (scale, bias) entry of row r, group g, in either
 // layout.
 uint32_t CodeAt(const Matrix& m, int64_t r, int64_t k);

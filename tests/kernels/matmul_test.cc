@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "base/float16.h"
@@ -13,6 +14,8 @@
 #include "kernels/affine_quant.h"
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
+#include "kernels/matmul_neon.h"
+#include "kernels/matmul_plain.h"
 #include "kernels/panels.h"
 
 namespace mtplx::kernels {
@@ -202,11 +205,21 @@ TEST(PanelTest, PanelledMatricesMatchReferenceOnEveryPath) {
       }
 }
 
-// The AVX2 panel kernel computes the same exact int32 group dots as VNNI (nibble products through
-// vpmaddubsw) and the same float steps per lane, so on a CPU with both it equals the AVX-512
-// kernel bit for bit: every width, group size and row count, with and without the prefetch.
-TEST(PanelTest, Avx2PanelsEqualAvx512PanelsBitForBit) {
-  if (!avx512::Supported() || !avx2::Supported()) GTEST_SKIP() << "needs AVX-512 and AVX2";
+// Every panel kernel this CPU runs (AVX-512 VNNI, AVX2 with nibble products through vpmaddubsw,
+// NEON sdot) computes the exact int32 group dots and the same float steps per lane as the plain
+// int8 row kernel, so each equals that scalar twin bit for bit: every width, group size and row
+// count, with and without the prefetch. (So the kernels also equal each other: a model gives the
+// same logits on every CPU family.)
+TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
+  struct Isa {
+    const char* name;
+    bool supported;
+    void (*panel)(const Matrix&, int64_t, const avx512::PreparedActivations&, float*, int64_t);
+  };
+  const Isa isas[] = {{"avx512", avx512::Supported(), avx512::PanelInt8},
+                      {"avx2", avx2::Supported(), avx2::PanelInt8},
+                      {"neon", neon::Supported(), neon::PanelInt8}};
+  int ran = 0;
   for (int bits : {2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       for (bool streamed : {false, true}) {
@@ -230,15 +243,21 @@ TEST(PanelTest, Avx2PanelsEqualAvx512PanelsBitForBit) {
           act.x8_columns = x8.data();
           act.x8_stride = stride;
           act.steps = steps.data();
-          std::vector<float> wide(m_rows * rows, 1.0f), narrow(m_rows * rows, 2.0f);
-          for (int64_t p = 0; p < rows / kPanelRows; ++p) {
-            avx512::PanelInt8(t.m, p, act, wide.data() + p * kPanelRows, rows);
-            avx2::PanelInt8(t.m, p, act, narrow.data() + p * kPanelRows, rows);
+          std::vector<float> twin(m_rows * rows);
+          for (int64_t n = 0; n < rows; ++n)
+            plain::QuantRowInt8(t.m, n, act, twin.data() + n, rows);
+          for (const Isa& isa : isas) {
+            if (!isa.supported) continue;
+            ++ran;
+            std::vector<float> got(m_rows * rows, -1.0f);
+            for (int64_t p = 0; p < rows / kPanelRows; ++p)
+              isa.panel(t.m, p, act, got.data() + p * kPanelRows, rows);
+            ASSERT_EQ(0, std::memcmp(got.data(), twin.data(), got.size() * sizeof(float)))
+                << isa.name << " " << t.m.Describe() << " M=" << m_rows;
           }
-          ASSERT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)))
-              << t.m.Describe() << " M=" << m_rows;
         }
       }
+  if (ran == 0) GTEST_SKIP() << "this CPU runs no int8 panel kernel";
 }
 
 // The dispatched activation quantizer (AVX-512 where available) writes the same bytes and steps
