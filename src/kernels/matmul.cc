@@ -151,12 +151,10 @@ QuantIsa SelectedIsa() {
 bool Avx512KernelsAvailable() { return SelectedIsa() == QuantIsa::kAvx512; }
 bool Int8KernelsAvailable() { return SelectedIsa() != QuantIsa::kPortable; }
 
-// Activations prepared for the AVX-512 kernels of matrices with `cols` columns and groups of
-// `group_size`: exact group sums, and for int8 the quantized rows in the layouts asked for
-// (interleaved for the row kernel, column order for panels).
+// Activations prepared for the kernels of matrices with `cols` columns and groups of
+// `group_size`: exact group sums, and for int8 the rows quantized per group (column order).
 struct PreparedInput {
-  PreparedInput(const float* x, int64_t m_rows, int64_t cols, int group_size, bool int8,
-                bool for_rows, bool for_panels) {
+  PreparedInput(const float* x, int64_t m_rows, int64_t cols, int group_size, bool int8) {
     const int64_t groups = cols / group_size;
     sums = GroupSums(x, m_rows, cols, group_size);
     act.rows = m_rows;
@@ -166,27 +164,21 @@ struct PreparedInput {
     if (!int8) return;
     act.x8_stride = avx512::X8Stride(cols);
     steps.resize(m_rows * groups);
-    if (for_rows) {
-      x8.resize(m_rows * act.x8_stride);
-      avx512::QuantizeActivations(x, m_rows, cols, group_size, x8.data(), steps.data());
-      act.x8 = x8.data();
-    }
-    if (for_panels) {
-      x8_columns.resize(m_rows * act.x8_stride);
-      avx512::QuantizeActivations(x, m_rows, cols, group_size, x8_columns.data(), steps.data(),
-                                  /*interleaved=*/false);
-      act.x8_columns = x8_columns.data();
-    }
+    x8_columns.resize(m_rows * act.x8_stride);
+    avx512::QuantizeActivations(x, m_rows, cols, group_size, x8_columns.data(), steps.data());
+    act.x8_columns = x8_columns.data();
     act.steps = steps.data();
   }
   std::vector<float> sums, steps;
-  std::vector<int8_t> x8, x8_columns;
+  std::vector<int8_t> x8_columns;
   avx512::PreparedActivations act;
 };
 
 // The panelled matrices `ws` against one prepared input: the panels of all of them as one
-// parallel loop, then each matrix's rows after its last whole panel (MLX layout) by the int8 row
-// kernel. `work` (multiply-adds) decides whether the pool takes the loop.
+// parallel loop, then each matrix's rows after its last whole panel (MLX layout) by the plain
+// int8 row kernel, whose results every panel kernel equals bit for bit: an int8 matmul gives
+// the same floats on every CPU family. `work` (multiply-adds) decides whether the pool takes the
+// loop.
 using Int8Kernel = void (*)(const Matrix&, int64_t, const avx512::PreparedActivations&, float*,
                             int64_t);
 
@@ -204,9 +196,6 @@ Int8Kernel PanelKernel() {
 void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
                  const avx512::PreparedActivations& act, ThreadPool* pool, int64_t work) {
   const Int8Kernel panel_kernel = PanelKernel();
-  // The AVX-512 row kernel reads the interleaved order; the others the plain row kernel.
-  const Int8Kernel row_kernel =
-      Avx512KernelsAvailable() ? avx512::QuantRowInt8 : plain::QuantRowInt8;
   int64_t total_panels = 0;
   for (const Matrix* w : ws) total_panels += PanelledRows(*w) / kPanelRows;
   // Panel t of the concatenated list belongs to the first matrix whose panels reach past t.
@@ -227,39 +216,29 @@ void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
   }
   for (size_t i = 0; i < ws.size(); ++i)
     for (int64_t n = PanelledRows(*ws[i]); n < ws[i]->rows; ++n)
-      row_kernel(*ws[i], n, act, ys[i] + n, ws[i]->rows);
+      plain::QuantRowInt8(*ws[i], n, act, ys[i] + n, ws[i]->rows);
 }
 
-void QuantizedMatMulAvx512(const Matrix& w, const float* x, int64_t m_rows, float* y,
-                           ThreadPool* pool, Activations activations) {
-  const bool int8 = activations == Activations::kInt8;
-  const int64_t panelled = PanelledRows(w);
-  const bool row_kernel_rows = panelled<w.rows, panel_rows = panelled> 0;
-  const PreparedInput in(x, m_rows, w.cols, w.quant.group_size, int8, row_kernel_rows, panel_rows);
-  const avx512::PreparedActivations& act = in.act;
-  if (panel_rows) {  // panels exist only with int8 activations (see MatMul)
-    const Matrix* ws[] = {&w};
-    float* ys[] = {y};
-    RunPanelled(ws, ys, act, pool, w.rows * w.cols * m_rows);
-    return;
-  }
+// Exact f32 activations on the AVX-512 row kernel (MLX layout).
+void QuantizedMatMulAvx512F32(const Matrix& w, const float* x, int64_t m_rows, float* y,
+                              ThreadPool* pool) {
+  const PreparedInput in(x, m_rows, w.cols, w.quant.group_size, /*int8=*/false);
   ForEachRow(w, m_rows, pool, [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) {
-      if (int8) {
-        avx512::QuantRowInt8(w, n, act, y + n, w.rows);
-      } else {
-        avx512::QuantRowF32(w, n, act, y + n, w.rows);
-      }
-    }
+    for (int64_t n = begin; n < end; ++n) avx512::QuantRowF32(w, n, in.act, y + n, w.rows);
   });
 }
 
-// The AVX2 and NEON int8 path: panels, then the rows after them (or a whole small matrix) by the
-// plain int8 row kernel; both read the activations in column order.
-void QuantizedMatMulColumnOrder(const Matrix& w, const float* x, int64_t m_rows, float* y,
-                                ThreadPool* pool) {
-  const PreparedInput in(x, m_rows, w.cols, w.quant.group_size, /*int8=*/true,
-                         /*for_rows=*/false, /*for_panels=*/true);
+// Int8 activations on any int8 kernel family: panels, then the rows after them by the plain row
+// kernel; a matrix without panels (too small for one) row by row over the pool.
+void QuantizedMatMulInt8(const Matrix& w, const float* x, int64_t m_rows, float* y,
+                         ThreadPool* pool) {
+  const PreparedInput in(x, m_rows, w.cols, w.quant.group_size, /*int8=*/true);
+  if (PanelledRows(w) == 0) {
+    ForEachRow(w, m_rows, pool, [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n) plain::QuantRowInt8(w, n, in.act, y + n, w.rows);
+    });
+    return;
+  }
   const Matrix* ws[] = {&w};
   float* ys[] = {y};
   RunPanelled(ws, ys, in.act, pool, w.rows * w.cols * m_rows);
@@ -323,12 +302,12 @@ void MatMul(const Matrix& w, const float* x, int64_t m_rows, float* y, ThreadPoo
     } else {
       DenseMatMul(w, x, m_rows, y, pool);
     }
-  } else if (w.quant.panels && !(Int8KernelsAvailable() && activations == Activations::kInt8)) {
-    DenseMatMul(w, x, m_rows, y, pool);  // panels are for the int8 kernel; this path dequantizes
-  } else if (Avx512KernelsAvailable()) {
-    QuantizedMatMulAvx512(w, x, m_rows, y, pool, activations);
   } else if (Int8KernelsAvailable() && activations == Activations::kInt8) {
-    QuantizedMatMulColumnOrder(w, x, m_rows, y, pool);
+    QuantizedMatMulInt8(w, x, m_rows, y, pool);
+  } else if (w.quant.panels) {
+    DenseMatMul(w, x, m_rows, y, pool);  // panels are for the int8 kernels; this path dequantizes
+  } else if (Avx512KernelsAvailable()) {
+    QuantizedMatMulAvx512F32(w, x, m_rows, y, pool);
   } else {
     QuantizedMatMulPortable(w, x, m_rows, y, pool);
   }
@@ -343,24 +322,18 @@ void MatMulSameInput(std::span<const Matrix* const> ws, const float* x, int64_t 
   // panel (its few rows take the serial row kernel). Otherwise one MatMul each.
   const Matrix& first = *ws[0];
   bool shared = Int8KernelsAvailable() && activations == Activations::kInt8;
-  bool rows_needed = false, panels_needed = false;
   int64_t work = 0;
   for (const Matrix* w : ws) {
     shared = shared && w->quantized && w->cols == first.cols &&
              w->quant.group_size == first.quant.group_size &&
              (w->quant.panels || w->rows < kPanelRows);
-    // The AVX-512 row kernel reads the interleaved order; the plain one the column order.
-    rows_needed = rows_needed || (PanelledRows(*w) < w->rows && Avx512KernelsAvailable());
-    // The AVX2 and NEON kernels (panels and rows) read only the column order.
-    panels_needed = panels_needed || PanelledRows(*w) > 0 || !Avx512KernelsAvailable();
     work += w->rows * w->cols * m_rows;
   }
   if (!shared) {
     for (size_t i = 0; i < ws.size(); ++i) MatMul(*ws[i], x, m_rows, ys[i], pool, activations);
     return;
   }
-  const PreparedInput in(x, m_rows, first.cols, first.quant.group_size, /*int8=*/true, rows_needed,
-                         panels_needed);
+  const PreparedInput in(x, m_rows, first.cols, first.quant.group_size, /*int8=*/true);
   RunPanelled(ws, ys, in.act, pool, work);
 }
 

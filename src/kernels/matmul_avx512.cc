@@ -22,25 +22,8 @@
 
 namespace mtplx::kernels::avx512 {
 
-namespace {
-
-// Groups whose int8 dot products share one vector in the VNNI kernel (see RowInt8).
-constexpr int kSuperGroups = 4;
-
-// Where column k of group g goes in the int8 layout of a row: within each run of 4 whole groups
-// (a superblock), the 16-column quarters are interleaved group by group — the order in which
-// GatherQuarters hands the codes to vpdpbusd — so that one vector accumulates 4 groups. Groups
-// after the last whole superblock keep column order.
-inline int64_t X8Position(int64_t g, int k, int64_t groups, int group_size) {
-  const int64_t super = g / kSuperGroups, whole = groups / kSuperGroups;
-  if (super >= whole) return g * group_size + k;
-  return super * kSuperGroups * group_size + (k / 16) * 64 + (g % kSuperGroups) * 16 + k % 16;
-}
-
-}  // namespace
-
 void QuantizeActivationsPortable(const float* x, int64_t rows, int64_t cols, int group_size,
-                                 int8_t* x8, float* steps, bool interleaved) {
+                                 int8_t* x8, float* steps) {
   const int64_t stride = X8Stride(cols), groups = cols / group_size;
   for (int64_t m = 0; m < rows; ++m) {
     int8_t* out = x8 + m * stride;
@@ -52,8 +35,7 @@ void QuantizeActivationsPortable(const float* x, int64_t rows, int64_t cols, int
       const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
       steps[m * groups + g] = amax / 127.0f;
       for (int k = 0; k < group_size; ++k) {
-        out[interleaved ? X8Position(g, k, groups, group_size) : g * group_size + k] =
-            static_cast<int8_t>(std::lrintf(xg[k] * inverse));
+        out[g * group_size + k] = static_cast<int8_t>(std::lrintf(xg[k] * inverse));
       }
     }
   }
@@ -75,8 +57,7 @@ namespace {
 // The same values as QuantizeActivationsPortable: max is exact in any order, and cvtps_epi32
 // rounds to nearest even like lrintf in the default rounding mode.
 MTPLX_AVX512 void QuantizeActivationsAvx512(const float* x, int64_t rows, int64_t cols,
-                                            int group_size, int8_t* x8, float* steps,
-                                            bool interleaved) {
+                                            int group_size, int8_t* x8, float* steps) {
   const int64_t stride = X8Stride(cols), groups = cols / group_size;
   for (int64_t m = 0; m < rows; ++m) {
     int8_t* out = x8 + m * stride;
@@ -91,8 +72,8 @@ MTPLX_AVX512 void QuantizeActivationsAvx512(const float* x, int64_t rows, int64_
       steps[m * groups + g] = top / 127.0f;
       for (int k = 0; k < group_size; k += 16) {
         const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + k), inverse));
-        const int64_t at = interleaved ? X8Position(g, k, groups, group_size) : g * group_size + k;
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + at), _mm512_cvtepi32_epi8(q));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + g * group_size + k),
+                         _mm512_cvtepi32_epi8(q));
       }
     }
   }
@@ -101,10 +82,10 @@ MTPLX_AVX512 void QuantizeActivationsAvx512(const float* x, int64_t rows, int64_
 }  // namespace
 
 void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
-                         float* steps, bool interleaved) {
+                         float* steps) {
   static const bool fast = Supported();
-  if (fast) return QuantizeActivationsAvx512(x, rows, cols, group_size, x8, steps, interleaved);
-  QuantizeActivationsPortable(x, rows, cols, group_size, x8, steps, interleaved);
+  if (fast) return QuantizeActivationsAvx512(x, rows, cols, group_size, x8, steps);
+  QuantizeActivationsPortable(x, rows, cols, group_size, x8, steps);
 }
 
 namespace {
@@ -182,35 +163,6 @@ MTPLX_AVX512 inline void AddBiasTerms(const Matrix& w, int64_t n, const float* g
   for (int m = 0; m < Rows; ++m) res[m] = _mm512_add_ps(res[m], acc[m]);
 }
 
-// The codes of one superblock step as 4 vectors: quarters[q] = 16 codes from each of the 4 groups
-// (group k in 128-bit lane k), covering columns (j + q) * 16 .. +16 of every group. A 4 x 4
-// transpose of 128-bit lanes over the unpacked 64-column blocks.
-template <int Bits>
-MTPLX_AVX512 __attribute__((always_inline)) inline void GatherQuarters(
-    const uint8_t* src, int64_t c0, int64_t group_size, int64_t j, __m512i* quarters) {
-  const __mmask64 full = BlockLoadMask(Bits, 64);
-  if (group_size == 32) {  // two groups per 64-column block: lanes (g0 q0, g0 q1, g1 q0, g1 q1)
-    const __m512i a = Unpack64<Bits>(src + c0 / 8 * Bits, full);
-    const __m512i b = Unpack64<Bits>(src + (c0 + 64) / 8 * Bits, full);
-    quarters[0] = _mm512_shuffle_i64x2(a, b, 0x88);
-    quarters[1] = _mm512_shuffle_i64x2(a, b, 0xDD);
-    return;
-  }
-  __m512i u[4];
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    u[k] = Unpack64<Bits>(src + (c0 + k * group_size + j * 16) / 8 * Bits, full);
-  }
-  const __m512i t0 = _mm512_shuffle_i64x2(u[0], u[1], 0x44);
-  const __m512i t1 = _mm512_shuffle_i64x2(u[0], u[1], 0xEE);
-  const __m512i t2 = _mm512_shuffle_i64x2(u[2], u[3], 0x44);
-  const __m512i t3 = _mm512_shuffle_i64x2(u[2], u[3], 0xEE);
-  quarters[0] = _mm512_shuffle_i64x2(t0, t2, 0x88);
-  quarters[1] = _mm512_shuffle_i64x2(t0, t2, 0xDD);
-  quarters[2] = _mm512_shuffle_i64x2(t1, t3, 0x88);
-  quarters[3] = _mm512_shuffle_i64x2(t1, t3, 0xDD);
-}
-
 // Exact activations for `Rows` rows starting at `x`: per group, 16-lane f32 sums of code * x,
 // then res += sum * scale.
 template <int Bits, int Rows>
@@ -256,139 +208,13 @@ MTPLX_AVX512 void RowF32(const Matrix& w, int64_t n, const float* x, const float
   for (int m = 0; m < Rows; ++m) y[m * y_stride] = _mm512_reduce_add_ps(res[m]);
 }
 
-// combined[m] = weight scale * activation step for groups g .. g + 15 of output row n.
-template <int Rows>
-MTPLX_AVX512 inline void LoadCombinedScales(const Matrix& w, int64_t n, int64_t groups, int64_t g,
-                                            const float* steps, __m512* combined) {
-  const int64_t count = std::min<int64_t>(16, groups - g);
-  const __m512 scales = LoadScales(w.quant.scales, n * groups + g, count, w.quant.scale_dtype);
-  const __mmask16 mask = count >= 16 ? __mmask16{0xFFFF} : (__mmask16{1} << count) - 1;
-#pragma GCC unroll 4
-  for (int m = 0; m < Rows; ++m) {
-    combined[m] = _mm512_mul_ps(scales, _mm512_maskz_loadu_ps(mask, steps + m * groups + g));
-  }
-}
-
-// res[m] += float(dot[m]) * the combined scale of each lane's group (lane -> group by `index`);
-// then dot[m] = 0.
-template <int Rows>
-MTPLX_AVX512 inline void ScaleIntoResult(__m512i index, const __m512* combined, __m512i* dot,
-                                         __m512* res) {
-#pragma GCC unroll 4
-  for (int m = 0; m < Rows; ++m) {
-    res[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m]), _mm512_permutexvar_ps(index, combined[m]),
-                             res[m]);
-    dot[m] = _mm512_setzero_si512();
-  }
-}
-
-// Int8 activations: int32 code . x8 per 64-column block (vpdpbusd), then per group
-// res += float(dot) * scale * step. Groups of 32 share a block: lanes 0-7 hold the first group's
-// products, lanes 8-15 the second's.
-template <int Bits, int Rows>
-MTPLX_AVX512 void RowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, int64_t row0,
-                          float* y, int64_t y_stride) {
-  const int64_t cols = w.cols, group_size = w.quant.group_size, groups = act.groups;
-  const uint8_t* src = reinterpret_cast<const uint8_t*>(w.quant.packed + n * w.PackedWordsPerRow());
-  const int8_t* x8 = act.x8 + row0 * act.x8_stride;
-  const float* steps = act.steps + row0 * groups;
-  __m512 res[Rows], combined[Rows];
-  __m512i dot[Rows], dot_odd[Rows];
-#pragma GCC unroll 4
-  for (int m = 0; m < Rows; ++m) {
-    res[m] = combined[m] = _mm512_setzero_ps();
-    dot[m] = dot_odd[m] = _mm512_setzero_si512();
-  }
-  // Superblocks of 4 groups: one int32 vector holds 4 lanes per group, so the float scaling
-  // (convert, pick the scales, multiply-add) runs once per 4 groups instead of once per group.
-  const int64_t span = kSuperGroups * group_size, supers = cols / span;
-  const __m512i super_index = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
-  for (int64_t sb = 0; sb < supers; ++sb) {
-    const int64_t c0 = sb * span, g = sb * kSuperGroups;
-    for (int64_t j = 0; j < group_size / 16; j += 4) {
-      __m512i quarters[4];
-      GatherQuarters<Bits>(src, c0, group_size, j, quarters);
-      const int count = group_size == 32 ? 2 : 4;
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) {
-        if (q >= count) break;
-        const int64_t at = c0 + (j + q) * 64;
-        // Two accumulators per row halve the vpdpbusd dependency chain; int32 sums are exact,
-        // so the split changes nothing in the result.
-#pragma GCC unroll 4
-        for (int m = 0; m < Rows; ++m) {
-          __m512i& acc = q % 2 == 0 ? dot[m] : dot_odd[m];
-          acc = _mm512_dpbusd_epi32(acc, quarters[q],
-                                    _mm512_loadu_si512(x8 + m * act.x8_stride + at));
-        }
-      }
-    }
-#pragma GCC unroll 4
-    for (int m = 0; m < Rows; ++m) {
-      dot[m] = _mm512_add_epi32(dot[m], dot_odd[m]);
-      dot_odd[m] = _mm512_setzero_si512();
-    }
-    if (g % 16 == 0) LoadCombinedScales<Rows>(w, n, groups, g, steps, combined);
-    const __m512i index =
-        _mm512_add_epi32(super_index, _mm512_set1_epi32(static_cast<int>(g % 16)));
-    ScaleIntoResult<Rows>(index, combined, dot, res);
-  }
-  // The tail (fewer than 4 groups) one 64-column block at a time, in column order.
-  int64_t g = supers * kSuperGroups;
-  for (int64_t c = supers * span; c < cols; c += 64) {
-    const __m512i codes = Unpack64<Bits>(src + c / 8 * Bits, BlockLoadMask(Bits, cols - c));
-#pragma GCC unroll 4
-    for (int m = 0; m < Rows; ++m) {
-      dot[m] = _mm512_dpbusd_epi32(dot[m], codes, _mm512_loadu_si512(x8 + m * act.x8_stride + c));
-    }
-    if (group_size > 64 && (c + 64) % group_size != 0) continue;
-    if (g % 16 == 0) LoadCombinedScales<Rows>(w, n, groups, g, steps, combined);
-    __m512i index = _mm512_set1_epi32(static_cast<int>(g % 16));
-    if (group_size == 32) {
-      index = _mm512_mask_set1_epi32(index, 0xFF00, static_cast<int>(g % 16 + 1));
-    }
-    ScaleIntoResult<Rows>(index, combined, dot, res);
-    g += group_size == 32 ? 2 : 1;
-  }
-  AddBiasTerms<Rows>(w, n, act.group_sums + row0 * groups, groups, res);
-#pragma GCC unroll 4
-  for (int m = 0; m < Rows; ++m) y[m * y_stride] = _mm512_reduce_add_ps(res[m]);
-}
-
-template <int Bits, bool Int8>
+template <int Bits>
 void RowAllBlocks(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
                   int64_t y_stride) {
   ForRowBlocks(act.rows, [&](auto block, int64_t m) {
-    constexpr int kRows = decltype(block)::value;
-    float* out = y + m * y_stride;
-    if constexpr (Int8) {
-      RowInt8<Bits, kRows>(w, n, act, m, out, y_stride);
-    } else {
-      RowF32<Bits, kRows>(w, n, act.x + m * w.cols, act.group_sums + m * act.groups, act.groups,
-                          out, y_stride);
-    }
+    RowF32<Bits, decltype(block)::value>(w, n, act.x + m * w.cols, act.group_sums + m * act.groups,
+                                         act.groups, y + m * y_stride, y_stride);
   });
-}
-
-template <bool Int8>
-void RowForBits(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
-                int64_t y_stride) {
-  switch (w.quant.bits) {
-    case 2:
-      return RowAllBlocks<2, Int8>(w, n, act, y, y_stride);
-    case 3:
-      return RowAllBlocks<3, Int8>(w, n, act, y, y_stride);
-    case 4:
-      return RowAllBlocks<4, Int8>(w, n, act, y, y_stride);
-    case 5:
-      return RowAllBlocks<5, Int8>(w, n, act, y, y_stride);
-    case 6:
-      return RowAllBlocks<6, Int8>(w, n, act, y, y_stride);
-    case 8:
-      return RowAllBlocks<8, Int8>(w, n, act, y, y_stride);
-    default:
-      MTPLX_CHECK(false, "unsupported bit width");
-  }
 }
 
 // Up to 16 dense weights from column `col` as f32 (masked past `count`).
@@ -574,25 +400,18 @@ void DenseRow(const Matrix& w, int64_t n, const float* x, int64_t m_rows, float*
 
 void QuantRowF32(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
                  int64_t y_stride) {
-  RowForBits<false>(w, n, act, y, y_stride);
-}
-
-void QuantRowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
-                  int64_t y_stride) {
-  RowForBits<true>(w, n, act, y, y_stride);
+  ForBitWidth(w.quant.bits,
+              [&](auto bits) { RowAllBlocks<decltype(bits)::value>(w, n, act, y, y_stride); });
 }
 
 #else  // no x86 AVX-512 kernels in this build
 
 bool Supported() { return false; }
 void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
-                         float* steps, bool interleaved) {
-  QuantizeActivationsPortable(x, rows, cols, group_size, x8, steps, interleaved);
+                         float* steps) {
+  QuantizeActivationsPortable(x, rows, cols, group_size, x8, steps);
 }
 void QuantRowF32(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t) {
-  MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
-}
-void QuantRowInt8(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t) {
   MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
 }
 void DenseRow(const Matrix&, int64_t, const float*, int64_t, float*, int64_t) {

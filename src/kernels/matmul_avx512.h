@@ -22,33 +22,30 @@ struct PreparedActivations {
   int64_t groups = 0;                 // per activation row, = w.cols / group_size
   const float* x = nullptr;           // [rows, cols] f32 (exact path)
   const float* group_sums = nullptr;  // [rows, groups]: sum of x over each group (exact, f32)
-  // Int8 path: x ≈ x8 * step per group; rows padded with zeros to a multiple of 64 columns.
-  const int8_t* x8 = nullptr;  // [rows, x8_stride]
+  // Int8 path: x ≈ x8 * step per group, in column order; rows padded with zeros to a multiple of
+  // 64 columns.
+  const int8_t* x8_columns = nullptr;  // [rows, x8_stride]
   int64_t x8_stride = 0;
   const float* steps = nullptr;  // [rows, groups]
-  // The same int8 values in plain column order, for panelled matrices (kernels/panels.h).
-  const int8_t* x8_columns = nullptr;  // [rows, x8_stride]
 };
 
 // Quantizes `rows` activation rows to int8 per group: step = max|x| / 127, x8 = round-to-nearest-
 // even(x * 127 / max|x|). Every CPU gets the same bytes (the AVX-512 path equals the portable
 // twin). x8 holds rows * X8Stride(cols) bytes (zero padded); steps rows * cols / group_size
-// floats. `interleaved` picks the superblock order of the row kernel; otherwise columns stay in
-// order (panel kernel).
+// floats, columns in order.
 void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
-                         float* steps, bool interleaved = true);
+                         float* steps);
 // The plain scalar twin (what QuantizeActivations runs on CPUs without the AVX-512 kernels).
 void QuantizeActivationsPortable(const float* x, int64_t rows, int64_t cols, int group_size,
-                                 int8_t* x8, float* steps, bool interleaved = true);
+                                 int8_t* x8, float* steps);
 inline int64_t X8Stride(int64_t cols) { return (cols + 63) / 64 * 64; }
 
-// y[m * y_stride] for m in [0, act.rows): the dot of quantized row n with every activation row.
-// F32: exact activations, f32 accumulation (16 lanes per group, then scaled). Int8: the int8
-// activations through VNNI, int32 per 64 columns, then scaled by scale * step in f32.
+// y[m * y_stride] for m in [0, act.rows): the dot of quantized row n (MLX layout) with every
+// activation row, exact activations, f32 accumulation (16 lanes per group, then scaled). (Int8
+// activations on rows outside panels run the plain row kernel, kernels/matmul_plain.h, whose
+// results every panel kernel equals.)
 void QuantRowF32(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
                  int64_t y_stride);
-void QuantRowInt8(const Matrix& w, int64_t n, const PreparedActivations& act, float* y,
-                  int64_t y_stride);
 
 // Panel `panel` of a panelled matrix (kernels/panels.h) against every int8
 // activation row (act.x8_columns): y[m * y_stride + i] for output row 16 * panel + i, i < 16.
