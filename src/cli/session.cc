@@ -22,6 +22,12 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--min-p", f.min_p, "Drop tokens below min-p x the top probability")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--presence-penalty", f.presence_penalty,
+                  "Subtract this from the logit of every token already generated (not at T 0)")
+      ->check(CLI::Range(-2.0, 2.0));
+  cmd->add_option("--frequency-penalty", f.frequency_penalty,
+                  "Subtract this times its count from a generated token's logit (not at T 0)")
+      ->check(CLI::Range(-2.0, 2.0));
   cmd->add_option("--seed", f.seed, "Sampling seed");
   cmd->add_option("--threads", f.threads, "Worker threads (0 = all cores)");
   cmd->add_option("--depth", f.depth, "MTP draft depth (1-4; default: the pack's)")
@@ -115,6 +121,8 @@ engine::GenerateRequest Session::MakeRequest(std::vector<int32_t> prompt, uint64
   r.sampling.top_p = flags_.top_p >= 0 ? flags_.top_p : defaults_.top_p;
   r.sampling.top_k = flags_.top_k >= 0 ? flags_.top_k : defaults_.top_k;
   r.sampling.min_p = flags_.min_p >= 0 ? flags_.min_p : defaults_.min_p;
+  r.sampling.presence_penalty = flags_.presence_penalty;
+  r.sampling.frequency_penalty = flags_.frequency_penalty;
   return r;
 }
 

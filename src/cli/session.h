@@ -30,6 +30,7 @@ struct GenerationFlags {
   int max_tokens = 256;
   double temperature = -1, top_p = -1, min_p = -1;  // -1: the pack's default
   int top_k = -1;
+  double presence_penalty = 0, frequency_penalty = 0;  // OpenAI semantics; 0: off
   uint64_t seed = 0;
   int threads = 0;
   int depth = 0;  // 0: the pack's default

@@ -55,6 +55,21 @@ TEST(CliTest, GreedyRunsAreReproducible) {
             nlohmann::json::parse(b.output)["token_ids"]);
 }
 
+// Presence and frequency penalties reach the sampler (the same seed samples another reply) and
+// are range-checked like the other sampling flags.
+TEST(CliTest, PenaltiesChangeTheSampledReplyAndAreRangeChecked) {
+  const std::string base = "run \"def fibonacci(n):\" --max-tokens 48 --json --seed 3";
+  const Outcome plain = Mtplx(base);
+  const Outcome penalised = Mtplx(base + " --presence-penalty 2 --frequency-penalty 1");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  ASSERT_EQ(penalised.exit_code, 0) << penalised.output;
+  EXPECT_NE(nlohmann::json::parse(plain.output)["token_ids"],
+            nlohmann::json::parse(penalised.output)["token_ids"]);
+  const Outcome bad = Mtplx("run hi --presence-penalty 3");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("presence-penalty"), std::string::npos) << bad.output;
+}
+
 TEST(CliTest, StopStringEndsTheReplyBeforeTheMatch) {
   const Outcome full = Mtplx("run hi --max-tokens 30 --temperature 0 --json");
   ASSERT_EQ(full.exit_code, 0);
