@@ -1,10 +1,8 @@
 #include "kernels/matmul_avx2.h"
 
-#include <cmath>
 #include <cstring>
 
 #include "base/check.h"
-#include "kernels/affine_quant.h"
 #include "kernels/bit_widths.h"
 #include "kernels/panels.h"
 

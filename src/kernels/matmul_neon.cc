@@ -1,7 +1,5 @@
 #include "kernels/matmul_neon.h"
 
-#include <algorithm>
-
 #include "base/check.h"
 #include "kernels/bit_widths.h"
 #include "kernels/panels.h"
