@@ -124,8 +124,10 @@ Runner AddConvertCommand(CLI::App& app) {
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
   cmd->add_option("--mtp-depth", o.mtp_depth, "Default MTP draft depth (1-4)")
       ->check(CLI::Range(1, pack::kMaxMtpDepth));
-  cmd->add_option("--sampler", f->sampler,
-                  "Default sampler T,P,K (default: generation_config.json, else 0.6,0.95,20)");
+  cmd->add_option(
+      "--sampler", f->sampler,
+      "Default sampler T,P,K[,PRESENCE[,FREQUENCY]] (default: generation_config.json, else "
+      "0.6,0.95,20; penalties 0)");
   cmd->add_option("--threads", o.threads, "Worker threads (0 = all cores)");
   cmd->add_flag("--force", o.force, "Replace a non-empty OUT_DIR");
   cmd->add_flag("--json", f->json, "Print a JSON summary on stdout");

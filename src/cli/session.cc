@@ -1,6 +1,7 @@
 #include "cli/session.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/file.h"
 #include "base/strings.h"
@@ -121,8 +122,10 @@ engine::GenerateRequest Session::MakeRequest(std::vector<int32_t> prompt, uint64
   r.sampling.top_p = flags_.top_p >= 0 ? flags_.top_p : defaults_.top_p;
   r.sampling.top_k = flags_.top_k >= 0 ? flags_.top_k : defaults_.top_k;
   r.sampling.min_p = flags_.min_p >= 0 ? flags_.min_p : defaults_.min_p;
-  r.sampling.presence_penalty = flags_.presence_penalty;
-  r.sampling.frequency_penalty = flags_.frequency_penalty;
+  r.sampling.presence_penalty =
+      std::isnan(flags_.presence_penalty) ? defaults_.presence_penalty : flags_.presence_penalty;
+  r.sampling.frequency_penalty =
+      std::isnan(flags_.frequency_penalty) ? defaults_.frequency_penalty : flags_.frequency_penalty;
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -30,7 +31,9 @@ struct GenerationFlags {
   int max_tokens = 256;
   double temperature = -1, top_p = -1, min_p = -1;  // -1: the pack's default
   int top_k = -1;
-  double presence_penalty = 0, frequency_penalty = 0;  // OpenAI semantics; 0: off
+  // OpenAI semantics; NaN: the pack's default (mtplx_runtime.json sampler, else 0).
+  double presence_penalty = std::numeric_limits<double>::quiet_NaN();
+  double frequency_penalty = std::numeric_limits<double>::quiet_NaN();
   uint64_t seed = 0;
   int threads = 0;
   int depth = 0;  // 0: the pack's default

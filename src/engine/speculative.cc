@@ -192,10 +192,16 @@ Status SpeculativeRun::Cycle() {
       drafts.push_back(sample::Argmax(logits));
       q.push_back(sample::PointMass(drafts.back()));
     } else {
-      q.push_back(sample::Shape(logits, draft_params_));
+      // Penalised like the target would be at that position (the drafts so far count as
+      // generated): q then tracks p closely. Any q keeps the output exact; this one is accepted
+      // more often.
+      const std::span<const int32_t> counts(counts_.data(), logits.size());
+      q.push_back(sample::Shape(logits, draft_params_, counts));
       drafts.push_back(sample::SampleFrom(q.back(), rng_.Uniform()));
     }
+    ++counts_[drafts.back()];
   }
+  for (int32_t d : drafts) --counts_[d];  // only committed tokens count
   // Draft rows past the first are not history: history holds target hiddens only.
   MTPLX_RETURN_IF_ERROR(mtp_->Truncate(committed_mtp));
   stats_.draft_seconds += timer.Seconds();

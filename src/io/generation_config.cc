@@ -27,6 +27,15 @@ void ReadSampler(const json& obj, GenerationDefaults& d) {
   if (obj.contains("min_p") && obj["min_p"].is_number()) d.min_p = obj["min_p"].get<double>();
 }
 
+// OpenAI-style penalties, clamped to their range: Hugging Face's generation_config.json has none
+// (its repetition_penalty is a different, multiplicative rule).
+void ReadPenalties(const json& obj, GenerationDefaults& d) {
+  for (auto [key, field] : {std::pair{"presence_penalty", &d.presence_penalty},
+                            std::pair{"frequency_penalty", &d.frequency_penalty}})
+    if (obj.contains(key) && obj[key].is_number())
+      *field = std::clamp(obj[key].get<double>(), -2.0, 2.0);
+}
+
 void ReadStopIds(const json& value, std::vector<int32_t>& out) {
   if (value.is_number_integer()) out.push_back(value.get<int32_t>());
   if (value.is_array())
@@ -53,6 +62,7 @@ Result<GenerationDefaults> LoadGenerationDefaults(const std::string& model_dir) 
         d.mtp_depth = std::min(4, std::max(1, runtime[key].get<int>()));
     if (runtime.contains("sampler") && runtime["sampler"].is_object()) {
       ReadSampler(runtime["sampler"], d);
+      ReadPenalties(runtime["sampler"], d);
       d.source = "mtplx_runtime.json";
     }
   }

@@ -191,7 +191,8 @@ Result<std::map<std::string, std::string>> HashSources(const std::string& src, b
 Result<SamplerDefaults> SamplerFor(const ConvertOptions& o) {
   if (o.sampler) return *o.sampler;
   MTPLX_ASSIGN_OR_RETURN(io::GenerationDefaults defaults, io::LoadGenerationDefaults(o.src_dir));
-  return SamplerDefaults{defaults.temperature, defaults.top_p, defaults.top_k};
+  return SamplerDefaults{defaults.temperature, defaults.top_p, defaults.top_k,
+                         defaults.presence_penalty, defaults.frequency_penalty};
 }
 
 RuntimeInfo Runtime(const ConvertOptions& o, const io::ModelConfig& config, const ConvertPlan& plan,
@@ -234,15 +235,20 @@ uint64_t FolderBytes(const std::string& dir, bool safetensors_only) {
 
 Result<SamplerDefaults> ParseSampler(const std::string& text) {
   const std::vector<std::string> parts = StrSplit(text, ',');
-  const Status bad = InvalidArgument(StrCat("--sampler '", text,
-                                            "' is not T,P,K with temperature >= 0, 0 < top_p <= 1, "
-                                            "top_k >= 0 (e.g. 0.6,0.95,20)"));
-  if (parts.size() != 3) return bad;
+  const Status bad = InvalidArgument(
+      StrCat("--sampler '", text,
+             "' is not T,P,K[,PRESENCE[,FREQUENCY]] with temperature >= 0, 0 < top_p <= 1, "
+             "top_k >= 0 and penalties in [-2, 2] (e.g. 0.6,0.95,20 or 0.6,0.95,20,0.5)"));
+  if (parts.size() < 3 || parts.size() > 5) return bad;
   SamplerDefaults s;
   if (!ParseWhole(parts[0], s.temperature) || !ParseWhole(parts[1], s.top_p) ||
       !ParseWhole(parts[2], s.top_k))
     return bad;
+  if (parts.size() > 3 && !ParseWhole(parts[3], s.presence_penalty)) return bad;
+  if (parts.size() > 4 && !ParseWhole(parts[4], s.frequency_penalty)) return bad;
   if (!(s.temperature >= 0) || !(s.top_p > 0 && s.top_p <= 1) || s.top_k < 0) return bad;
+  for (double penalty : {s.presence_penalty, s.frequency_penalty})
+    if (!(penalty >= -2 && penalty <= 2)) return bad;
   return s;
 }
 

@@ -69,6 +69,10 @@ nlohmann::ordered_json BuildRuntimeManifest(const RuntimeInfo& info) {
   m["sampler"] = {{"temperature", info.sampler.temperature},
                   {"top_p", info.sampler.top_p},
                   {"top_k", info.sampler.top_k}};
+  if (info.sampler.presence_penalty != 0.0)
+    m["sampler"]["presence_penalty"] = info.sampler.presence_penalty;
+  if (info.sampler.frequency_penalty != 0.0)
+    m["sampler"]["frequency_penalty"] = info.sampler.frequency_penalty;
   m["mtp_contract"] = MtpContract(info);
   m["capabilities"] = {{"vision", false}, {"mtp", info.has_mtp}};
   m["mtp_tensor_count"] = info.mtp_tensor_count;

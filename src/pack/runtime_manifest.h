@@ -20,6 +20,8 @@ struct SamplerDefaults {
   double temperature = 0.6;
   double top_p = 0.95;
   int top_k = 20;
+  double presence_penalty = 0.0;  // written only when set
+  double frequency_penalty = 0.0;
 };
 
 struct RuntimeInfo {

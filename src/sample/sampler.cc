@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "base/rng.h"
@@ -20,12 +21,6 @@ int32_t Argmax(std::span<const float> logits) {
 }
 
 namespace {
-
-// scaled[i] = double(logits[i]) * inv_t, a loop the compiler vectorizes.
-void ScaleLogits(const float* __restrict logits, size_t n, double inv_t,
-                 double* __restrict scaled) {
-  for (size_t i = 0; i < n; ++i) scaled[i] = static_cast<double>(logits[i]) * inv_t;
-}
 
 // Ranking: higher value first, the lower id among equals.
 template <typename T>
@@ -77,44 +72,120 @@ std::vector<int32_t> BestIndices(const T* s, size_t n, size_t k) {
 }
 
 // Scaled logits s_i = l_i / T (penalties applied first): the full-vocabulary log-partition
-// log sum_i exp(s_i), so that top-p sees true probabilities, and the k best ids. Without
-// penalties s_i is never stored: the float logits rank the same ids (scaling by 1 / T > 0 keeps
-// the order, and distinct floats stay distinct in double), and their maximum scaled is the
-// maximum of s.
+// log sum_i exp(s_i), so that top-p sees true probabilities, and the k best ids. s_i itself is
+// recomputed in double for the few ids that are kept (ScaledLogit), so it is never stored for the
+// whole vocabulary.
 struct Scaled {
   double log_z;
   std::vector<int32_t> best;
-  std::vector<double> values;  // s_i, with penalties only
 };
 
-Scaled ScaleAndRank(std::span<const float> logits, const SamplingParams& params,
-                    std::span<const int32_t> counts, double inv_t, size_t k) {
-  const size_t vocab = logits.size();
+// Penalty weights that change some logit: zero weights leave every value unchanged (l - 0 is
+// exact), whatever the counts.
+bool HasPenalties(const SamplingParams& params, std::span<const int32_t> counts) {
+  return (params.frequency_penalty != 0.0 || params.presence_penalty != 0.0) && !counts.empty();
+}
+
+// s_id in double, penalties first (the OpenAI order: l - (frequency * count + presence)).
+double ScaledLogit(std::span<const float> logits, std::span<const int32_t> counts,
+                   const SamplingParams& params, bool penalties, double inv_t, int32_t id) {
+  if (!penalties || counts[id] <= 0) return static_cast<double>(logits[id]) * inv_t;
+  const double l = logits[id] - (params.frequency_penalty * counts[id] + params.presence_penalty);
+  return l * inv_t;
+}
+
+// Without penalties the float logits rank the same ids as s (scaling by 1 / T > 0 keeps the
+// order, and distinct floats stay distinct in double), and their maximum scaled is the maximum
+// of s. The partition only decides where top-p cuts (the kept probabilities are renormalised, so
+// it cancels from them): float exponentials, about 1e-6 relative, are ample and 4x faster.
+Scaled RankFloat(std::span<const float> logits, double inv_t, size_t k) {
+  const int64_t vocab = static_cast<int64_t>(logits.size());
+  const float max = kernels::MaxF32(logits.data(), vocab) * static_cast<float>(inv_t);
   Scaled out;
-  // Zero penalty weights leave every value unchanged (l - 0 is exact), whatever the counts.
-  const bool penalties = (params.frequency_penalty != 0.0 || params.presence_penalty != 0.0) &&
-                         std::any_of(counts.begin(), counts.end(), [](int32_t c) { return c > 0; });
-  if (!penalties) {
-    // The partition only decides where top-p cuts (the kept probabilities are renormalised, so it
-    // cancels from them): float exponentials, about 1e-6 relative, are ample and 4x faster.
-    const float max =
-        kernels::MaxF32(logits.data(), static_cast<int64_t>(vocab)) * static_cast<float>(inv_t);
-    out.log_z = max + std::log(kernels::SumExpScaledF32(logits.data(), static_cast<int64_t>(vocab),
-                                                        static_cast<float>(inv_t), max));
-    out.best = BestIndices(logits.data(), vocab, k);
-    return out;
-  }
-  out.values.resize(vocab);
-  ScaleLogits(logits.data(), vocab, inv_t, out.values.data());
-  for (size_t i = 0; i < vocab; ++i) {
-    if (counts[i] <= 0) continue;
-    const double l = logits[i] - (params.frequency_penalty * counts[i] + params.presence_penalty);
-    out.values[i] = l * inv_t;
-  }
-  const double max = *std::max_element(out.values.begin(), out.values.end());
+  out.log_z = max + std::log(kernels::SumExpScaledF32(logits.data(), vocab,
+                                                      static_cast<float>(inv_t), max));
+  out.best = BestIndices(logits.data(), logits.size(), k);
+  return out;
+}
+
+// Every id in double: the reference, and the fallback when the fast path below cannot rank.
+Scaled RankDouble(std::span<const float> logits, std::span<const int32_t> counts,
+                  const SamplingParams& params, double inv_t, size_t k) {
+  const size_t vocab = logits.size();
+  std::vector<double> values(vocab);
+  for (size_t i = 0; i < vocab; ++i)
+    values[i] = ScaledLogit(logits, counts, params, true, inv_t, static_cast<int32_t>(i));
+  const double max = *std::max_element(values.begin(), values.end());
+  Scaled out;
   out.log_z =
-      max + std::log(kernels::SumExpShifted(out.values.data(), static_cast<int64_t>(vocab), max));
-  out.best = BestIndices(out.values.data(), vocab, k);
+      max + std::log(kernels::SumExpShifted(values.data(), static_cast<int64_t>(vocab), max));
+  out.best = BestIndices(values.data(), vocab, k);
+  return out;
+}
+
+// The ids with a positive count, ascending. Counts are never negative, so a block of 16 whose OR
+// is zero holds none: one vectorized test a block instead of a branch an id.
+std::vector<int32_t> CountedIds(std::span<const int32_t> counts) {
+  const size_t n = counts.size();
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    int32_t any = 0;
+    for (size_t j = 0; j < 16; ++j) any |= counts[i + j];
+    if (any == 0) continue;
+    for (size_t j = i; j < i + 16; ++j)
+      if (counts[j] > 0) ids.push_back(static_cast<int32_t>(j));
+  }
+  for (; i < n; ++i)
+    if (counts[i] > 0) ids.push_back(static_cast<int32_t>(i));
+  return ids;
+}
+
+// With penalties only the generated ids move. The others keep the float path's ranking and
+// partition on a copy where the penalised ids are -inf; the penalised ids, at most one per
+// generated token, are ranked and summed in double and merged in. The k best of the untouched ids
+// hold every untouched id of the overall k best, so sorting them with the penalised ids ranks
+// exactly as RankDouble does. When fewer than k untouched ids are finite, RankDouble decides.
+Scaled RankPenalised(std::span<const float> logits, std::span<const int32_t> counts,
+                     const SamplingParams& params, double inv_t, size_t k) {
+  const size_t vocab = logits.size();
+  const std::vector<int32_t> penalised = CountedIds(counts);
+  if (penalised.empty()) return RankFloat(logits, inv_t, k);
+  if (penalised.size() * 8 > vocab) return RankDouble(logits, counts, params, inv_t, k);
+  thread_local std::vector<float> rest;
+  rest.assign(logits.begin(), logits.end());
+  for (int32_t id : penalised) rest[id] = -std::numeric_limits<float>::infinity();
+  std::vector<int32_t> candidates = BestIndices(rest.data(), vocab, k);
+  if (!(rest[candidates.back()] > -std::numeric_limits<float>::infinity()))
+    return RankDouble(logits, counts, params, inv_t, k);
+
+  std::vector<double> penalised_values(penalised.size());
+  double max = static_cast<double>(kernels::MaxF32(rest.data(), static_cast<int64_t>(vocab)) *
+                                   static_cast<float>(inv_t));
+  for (size_t j = 0; j < penalised.size(); ++j) {
+    penalised_values[j] = ScaledLogit(logits, counts, params, true, inv_t, penalised[j]);
+    max = std::max(max, penalised_values[j]);
+  }
+  const float shift = static_cast<float>(max);
+  double total = kernels::SumExpScaledF32(rest.data(), static_cast<int64_t>(vocab),
+                                          static_cast<float>(inv_t), shift);
+  for (double v : penalised_values) total += std::exp(v - shift);
+  Scaled out;
+  out.log_z = shift + std::log(total);
+
+  candidates.insert(candidates.end(), penalised.begin(), penalised.end());
+  std::vector<double> value(candidates.size());
+  for (size_t j = 0; j < candidates.size(); ++j)
+    value[j] = ScaledLogit(logits, counts, params, true, inv_t, candidates[j]);
+  std::vector<int32_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + static_cast<int64_t>(k), order.end(),
+                    [&](int32_t a, int32_t b) {
+                      return value[a] > value[b] ||
+                             (value[a] == value[b] && candidates[a] < candidates[b]);
+                    });
+  out.best.resize(k);
+  for (size_t j = 0; j < k; ++j) out.best[j] = candidates[order[j]];
   return out;
 }
 
@@ -125,11 +196,14 @@ SparseDistribution Shape(std::span<const float> logits, const SamplingParams& pa
   const size_t vocab = logits.size();
   const double inv_t = 1.0 / std::max(params.temperature, 1e-6);
   const size_t k = params.top_k > 0 ? std::min<size_t>(params.top_k, vocab) : vocab;
-  const Scaled scaled = ScaleAndRank(logits, params, counts, inv_t, k);
+  const bool penalties = HasPenalties(params, counts);
+  const Scaled scaled = !penalties       ? RankFloat(logits, inv_t, k)
+                        : k * 4 >= vocab ? RankDouble(logits, counts, params, inv_t, k)
+                                         : RankPenalised(logits, counts, params, inv_t, k);
   const std::vector<int32_t>& order = scaled.best;
   const double log_z = scaled.log_z;
   auto scaled_at = [&](int32_t id) {
-    return scaled.values.empty() ? static_cast<double>(logits[id]) * inv_t : scaled.values[id];
+    return ScaledLogit(logits, counts, params, penalties, inv_t, id);
   };
   SparseDistribution dist;
   double mass_before = 0.0;

@@ -70,6 +70,19 @@ TEST(CliTest, PenaltiesChangeTheSampledReplyAndAreRangeChecked) {
   EXPECT_NE(bad.output.find("presence-penalty"), std::string::npos) << bad.output;
 }
 
+// The bundled pack's mtplx_runtime.json sets presence_penalty 0.5 (the 10 M model loops on one
+// token without it): a run without the flag samples with it, and the flag overrides it.
+TEST(CliTest, ThePacksPresencePenaltyIsTheDefault) {
+  const std::string base = "run \"def fibonacci(n):\" --max-tokens 40 --json --seed 0";
+  const Outcome by_default = Mtplx(base);
+  const Outcome explicit_pack = Mtplx(base + " --presence-penalty 0.5");
+  const Outcome none = Mtplx(base + " --presence-penalty 0");
+  for (const Outcome* o : {&by_default, &explicit_pack, &none}) ASSERT_EQ(o->exit_code, 0);
+  const auto ids = [](const Outcome& o) { return nlohmann::json::parse(o.output)["token_ids"]; };
+  EXPECT_EQ(ids(by_default), ids(explicit_pack));
+  EXPECT_NE(ids(by_default), ids(none));
+}
+
 TEST(CliTest, StopStringEndsTheReplyBeforeTheMatch) {
   const Outcome full = Mtplx("run hi --max-tokens 30 --temperature 0 --json");
   ASSERT_EQ(full.exit_code, 0);

@@ -80,6 +80,27 @@ TEST(RuntimeManifestTest, GenerationDefaultsReadTheSamplerAndDepth) {
   EXPECT_DOUBLE_EQ(defaults->top_p, 0.8);
   EXPECT_EQ(defaults->top_k, 11);
   EXPECT_EQ(defaults->mtp_depth, 3);
+  EXPECT_EQ(defaults->presence_penalty, 0.0);  // none written, none read
+  EXPECT_FALSE(BuildRuntimeManifest(Info())["sampler"].contains("presence_penalty"));
+}
+
+TEST(RuntimeManifestTest, PenaltiesRoundTripAndAreClampedOnRead) {
+  RuntimeInfo info = Info();
+  info.sampler.presence_penalty = 0.5;
+  info.sampler.frequency_penalty = -0.25;
+  auto manifest = BuildRuntimeManifest(info);
+  EXPECT_EQ(manifest["sampler"]["presence_penalty"], 0.5);
+  const std::string dir = testing::MakeTempDir("mtplx-manifest-penalty");
+  ASSERT_TRUE(WriteTextFile(dir + "/mtplx_runtime.json", manifest.dump(2)).ok());
+  auto defaults = io::LoadGenerationDefaults(dir);
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_DOUBLE_EQ(defaults->presence_penalty, 0.5);
+  EXPECT_DOUBLE_EQ(defaults->frequency_penalty, -0.25);
+  manifest["sampler"]["presence_penalty"] = 7.0;  // a hand-edited pack: out of the OpenAI range
+  ASSERT_TRUE(WriteTextFile(dir + "/mtplx_runtime.json", manifest.dump(2)).ok());
+  defaults = io::LoadGenerationDefaults(dir);
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_DOUBLE_EQ(defaults->presence_penalty, 2.0);
 }
 
 TEST(RuntimeManifestTest, SamplerFlagParses) {
@@ -88,8 +109,14 @@ TEST(RuntimeManifestTest, SamplerFlagParses) {
   EXPECT_DOUBLE_EQ(s->temperature, 0.6);
   EXPECT_DOUBLE_EQ(s->top_p, 0.95);
   EXPECT_EQ(s->top_k, 20);
+  EXPECT_EQ(s->presence_penalty, 0.0);
+  auto with_penalties = ParseSampler("0.6,0.95,20,0.5,-0.25");
+  ASSERT_TRUE(with_penalties.ok());
+  EXPECT_DOUBLE_EQ(with_penalties->presence_penalty, 0.5);
+  EXPECT_DOUBLE_EQ(with_penalties->frequency_penalty, -0.25);
   for (const char* bad :
-       {"", "0.6,0.95", "0.6,0.95,20,1", "a,0.9,20", "0.6,1.5,20", "-1,0.9,2", "0.6,0.9,2.5"}) {
+       {"", "0.6,0.95", "0.6,0.95,20,2.5", "0.6,0.95,20,0.5,1,1", "a,0.9,20", "0.6,1.5,20",
+        "-1,0.9,2", "0.6,0.9,2.5", "0.6,0.95,20,x", "0.6,0.95,20,0,-3"}) {
     auto r = ParseSampler(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {

@@ -206,6 +206,73 @@ TEST(SamplerTest, PenaltiesFollowTheOpenAiFormula) {
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(d.probs[i], std::exp(l[i]) / z, 1e-15);
 }
 
+// Penalties at a realistic vocabulary (k well below it: the sparse path that merges the penalised
+// ids into the float ranking) against a plain double reference: every id scaled in double, a
+// full sort, top-k, top-p over full-vocabulary probabilities, renormalised.
+SparseDistribution ReferenceShape(const std::vector<float>& logits, const SamplingParams& params,
+                                  const std::vector<int32_t>& counts) {
+  const size_t n = logits.size();
+  std::vector<double> s(n);
+  for (size_t i = 0; i < n; ++i) {
+    double l = logits[i];
+    if (counts[i] > 0) l -= params.frequency_penalty * counts[i] + params.presence_penalty;
+    s[i] = l / params.temperature;
+  }
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return s[a] > s[b]; });
+  const double max = s[order[0]];
+  double z = 0.0;
+  for (double v : s) z += std::exp(v - max);
+  SparseDistribution d;
+  double before = 0.0;
+  for (int i = 0; i < params.top_k && before < params.top_p; ++i) {
+    d.ids.push_back(order[i]);
+    d.probs.push_back(std::exp(s[order[i]] - max) / z);
+    before += d.probs.back();
+  }
+  const double kept = std::accumulate(d.probs.begin(), d.probs.end(), 0.0);
+  for (double& p : d.probs) p /= kept;
+  return d;
+}
+
+TEST(SamplerTest, PenalisedShapeAtALargeVocabularyMatchesADoubleReference) {
+  SplitMix64 rng(2024);
+  int cut_by_p = 0, penalised_kept = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const size_t vocab = 3000 + rng.Next() % 9000;
+    std::vector<float> logits(vocab);
+    for (float& l : logits) l = static_cast<float>(rng.Uniform(-6.0, 6.0));
+    // A peaked head of 40 likely ids (so that top-p cuts), and a completion that keeps picking
+    // from it, so that penalties reorder the top.
+    std::vector<size_t> head(40);
+    for (size_t& id : head) {
+      id = rng.Next() % vocab;
+      logits[id] += static_cast<float>(rng.Uniform(4.0, 14.0));
+    }
+    std::vector<int32_t> counts(vocab, 0);
+    const int generated = 1 + static_cast<int>(rng.Next() % 300);
+    for (int i = 0; i < generated; ++i)
+      ++counts[rng.Next() % 2 ? head[rng.Next() % head.size()] : rng.Next() % vocab];
+    if (trial % 7 == 0) logits[rng.Next() % vocab] = logits[rng.Next() % vocab];  // a tie
+    SamplingParams params;
+    params.temperature = rng.Uniform(0.3, 1.2);
+    params.top_k = 1 + static_cast<int>(rng.Next() % 60);
+    params.top_p = trial % 3 == 0 ? 1.0 : rng.Uniform(0.5, 0.99);
+    params.presence_penalty = rng.Uniform(-1.0, 2.0);
+    params.frequency_penalty = trial % 2 ? rng.Uniform(-0.5, 1.0) : 0.0;
+    const SparseDistribution got = Shape(logits, params, counts);
+    const SparseDistribution want = ReferenceShape(logits, params, counts);
+    ASSERT_EQ(got.ids, want.ids) << "trial " << trial;
+    for (size_t i = 0; i < want.probs.size(); ++i)
+      EXPECT_NEAR(got.probs[i], want.probs[i], 1e-12 * want.probs[i]) << "trial " << trial;
+    if (static_cast<int>(want.ids.size()) < params.top_k) ++cut_by_p;
+    for (int32_t id : want.ids) penalised_kept += counts[id] > 0;
+  }
+  EXPECT_GT(cut_by_p, 10);
+  EXPECT_GT(penalised_kept, 30);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Greedy
 
