@@ -16,7 +16,16 @@ double CounterRng::Uniform() {
 }
 
 int32_t Argmax(std::span<const float> logits) {
-  // First maximum wins, matching torch.argmax / numpy.argmax.
+  // First maximum wins, matching torch.argmax / numpy.argmax. Two vectorized passes (the maximum,
+  // then the first value above the float just below it) instead of a scalar scan.
+  const int64_t n = static_cast<int64_t>(logits.size());
+  if (n > 0) {
+    const float max = kernels::MaxF32(logits.data(), n);
+    if (max > -std::numeric_limits<float>::infinity()) {  // not NaN, not all -inf
+      const float below = std::nextafter(max, -std::numeric_limits<float>::infinity());
+      return static_cast<int32_t>(kernels::FirstAbove(logits.data(), 0, n, below));
+    }
+  }
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 

@@ -285,8 +285,12 @@ TEST(SamplerTest, GreedyIsTheFirstArgmax) {
   greedy.temperature = 0.0;
   CounterRng rng(3);
   SplitMix64 gen(99);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(Argmax(std::vector<float>(37, -inf)), 0);
+  EXPECT_EQ(Argmax(std::vector<float>{1.0f, inf, 2.0f, inf}), 1);
   for (int trial = 0; trial < 100; ++trial) {
-    std::vector<float> logits(64);
+    // Odd lengths across the 16-wide blocks and their tails.
+    std::vector<float> logits(1 + gen.Next() % 90);
     for (float& l : logits) l = static_cast<float>(static_cast<int>(gen.Next() % 8));  // many ties
     const int32_t want =
         static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
