@@ -61,6 +61,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json-out")
+    ap.add_argument("--temperature", type=float, default=0.6,
+                    help="0 = greedy (default 0.6: the sampler of the acceptance target)")
     ap.add_argument("--presence-penalty", type=float, default=0.0,
                     help="for every run (default 0: the sampler of the acceptance target)")
     ap.add_argument("--extra", default="", help="more mtplx run flags for the speculative runs, "
@@ -68,10 +70,10 @@ def main():
     args = ap.parse_args()
 
     prompts = snippets(args.heldout, args.prompts, args.seed, 1500)
-    sampler = ["--temperature", "0.6", "--top-p", "0.95", "--top-k", "20",
+    sampler = ["--temperature", str(args.temperature), "--top-p", "0.95", "--top-k", "20",
                "--presence-penalty", str(args.presence_penalty), "--max-tokens", str(args.max_tokens)]
     report = {"command": "tools/train/measure_acceptance.py " + " ".join(sys.argv[1:]), "model": args.model, "prompts": len(prompts), "max_tokens": args.max_tokens,
-              "sampler": {"temperature": 0.6, "top_p": 0.95, "top_k": 20,
+              "sampler": {"temperature": args.temperature, "top_p": 0.95, "top_k": 20,
                           "presence_penalty": args.presence_penalty}, "depths": {}}
 
     def decode_rate(runs):

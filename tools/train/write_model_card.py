@@ -47,6 +47,15 @@ def eval_table(final):
     return "\n".join(rows)
 
 
+def penalty_note(runtime):
+    """The pack's presence penalty, and why it has one."""
+    penalty = runtime.get("sampler", {}).get("presence_penalty")
+    if not penalty:
+        return ""
+    return (f" with presence penalty {penalty} (without one this small model often falls into a "
+            "loop of one token at T 0.6; `--presence-penalty 0` turns it off)")
+
+
 def acceptance_section(acc):
     if not acc:
         return "Not measured yet."
@@ -144,7 +153,7 @@ Qwen 3.5 dense (`Qwen3_5ForCausalLM` layout): {spec.get('num_hidden_layers')} la
 one MTP layer trained jointly (loss = next-token CE + {summary['args'].get('mtp_weight')} x token-after-next CE through the
 MTP head). {summary['params']:,} parameters. Pack: {weights}, MTP head in `mtp.safetensors`,
 {pack_bytes / 1e6:.1f} MB in all; `mtplx_runtime.json` recommends MTP depth {runtime.get('mtp_depth_default')} and samples at
-T {runtime.get('sampler', {}).get('temperature')} / top-p {runtime.get('sampler', {}).get('top_p')} / top-k {runtime.get('sampler', {}).get('top_k')}.
+T {runtime.get('sampler', {}).get('temperature')} / top-p {runtime.get('sampler', {}).get('top_p')} / top-k {runtime.get('sampler', {}).get('top_k')}{penalty_note(runtime)}.
 
 ## Training
 
