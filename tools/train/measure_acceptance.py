@@ -11,12 +11,14 @@ conditional acceptance at depth d = accepted_d / proposed_d. Then runs the same 
 --no-mtp and reports decode tok/s of both (the speedup of speculation on this machine).
 
 Usage: measure_acceptance.py --model DIR [--mtplx build/bin/mtplx] [--prompts 24]
-       [--max-tokens 128] [--depths 1,2,3] [--threads 0] [--json-out FILE]
+       [--max-tokens 128] [--depths 1,2,3] [--threads 0] [--repeats 1] [--temperature 0.6]
+       [--presence-penalty 0] [--json-out FILE]
 """
 import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 
@@ -60,6 +62,7 @@ def main():
     ap.add_argument("--depths", default="1,2,3")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--repeats", type=int, default=1, help="interleaved passes; median ratios")
     ap.add_argument("--json-out")
     ap.add_argument("--temperature", type=float, default=0.6,
                     help="0 = greedy (default 0.6: the sampler of the acceptance target)")
@@ -82,21 +85,33 @@ def main():
         return tokens / seconds if seconds else 0.0
 
     # Interleaved per prompt (plain, then each depth), so that a slow spell of this shared machine
-    # hits every mode alike.
+    # hits every mode alike; the whole pass is repeated --repeats times. Acceptance does not move
+    # between repeats (same seeds, same tokens); speeds do, so each repeat's ratio is kept and the
+    # median reported.
     depths = [int(d) for d in args.depths.split(",")]
-    plain, by_depth = [], {d: [] for d in depths}
-    for i, p in enumerate(prompts):
-        plain.append(run(args.mtplx, args.model, p, sampler + ["--no-mtp", "--seed", str(i)],
-                         args.threads))
-        for depth in depths:
-            by_depth[depth].append(
-                run(args.mtplx, args.model, p,
-                    sampler + ["--depth", str(depth), "--seed", str(i), "--skip-mtp-check"] +
-                    args.extra.split(), args.threads))
-    report["plain_tok_s"] = decode_rate(plain)
-    print(f"plain decoding: {report['plain_tok_s']:.1f} tok/s over {len(prompts)} prompts", flush=True)
+    passes = []
+    for rep in range(args.repeats):
+        plain, by_depth = [], {d: [] for d in depths}
+        for i, p in enumerate(prompts):
+            plain.append(run(args.mtplx, args.model, p, sampler + ["--no-mtp", "--seed", str(i)],
+                             args.threads))
+            for depth in depths:
+                by_depth[depth].append(
+                    run(args.mtplx, args.model, p,
+                        sampler + ["--depth", str(depth), "--seed", str(i), "--skip-mtp-check"] +
+                        args.extra.split(), args.threads))
+        passes.append((plain, by_depth))
+        rates = ", ".join(f"depth {d} {decode_rate(by_depth[d]) / decode_rate(plain):.2f}x"
+                          for d in depths)
+        print(f"pass {rep + 1}: plain {decode_rate(plain):.1f} tok/s, {rates}", flush=True)
+    plain_rates = [decode_rate(plain) for plain, _ in passes]
+    report["repeats"] = args.repeats
+    report["threads"] = args.threads
+    report["plain_tok_s"] = statistics.median(plain_rates)
+    print(f"plain decoding: {report['plain_tok_s']:.1f} tok/s over {len(prompts)} prompts "
+          f"(median of {args.repeats})", flush=True)
     for depth in depths:
-        runs = by_depth[depth]
+        runs = passes[0][1][depth]
         proposed = [0] * depth
         accepted = [0] * depth
         cycles = 0
@@ -110,16 +125,20 @@ def main():
             cycles += st["cycles"]
         conditional = [a / p if p else 0.0 for a, p in zip(accepted, proposed)]
         tokens = sum(r["stats"]["tokens"] for r in runs)
+        speedups = [decode_rate(by_depth[depth]) / rate if rate else 0.0
+                    for (_, by_depth), rate in zip(passes, plain_rates)]
         entry = {"acceptance_by_depth": conditional,
                  "acceptance_unconditional": [a / cycles if cycles else 0.0 for a in accepted],
                  "proposed_by_depth": proposed, "accepted_by_depth": accepted,
                  "mean_tokens_per_cycle": tokens / cycles if cycles else 0.0,
-                 "tok_s": decode_rate(runs)}
-        entry["speedup_vs_plain"] = entry["tok_s"] / report["plain_tok_s"] if report["plain_tok_s"] else 0.0
+                 "tok_s": statistics.median(decode_rate(by_depth[depth]) for _, by_depth in passes),
+                 "speedups_vs_plain": speedups,
+                 "speedup_vs_plain": statistics.median(speedups)}
         report["depths"][str(depth)] = entry
         print(f"depth {depth}: acceptance {', '.join(f'{a:.3f}' for a in conditional)} "
               f"(counts {accepted}/{proposed}), {entry['mean_tokens_per_cycle']:.2f} tokens/cycle, "
-              f"{entry['tok_s']:.1f} tok/s = {entry['speedup_vs_plain']:.2f}x plain", flush=True)
+              f"{entry['tok_s']:.1f} tok/s = {entry['speedup_vs_plain']:.2f}x plain "
+              f"(passes: {', '.join(f'{x:.2f}' for x in speedups)})", flush=True)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(report, f, indent=1)

@@ -69,8 +69,15 @@ if has pack; then
     --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/pack_perplexity.json"
   $N "$PYTHON" "$HERE/pack_perplexity.py" --model "$HERE/runs/$RUN/hf" --activations f32 \
     --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/export_perplexity.json"
-  $N "$PYTHON" "$HERE/measure_acceptance.py" --model "$REPO/models/default" --depths 1,2 \
-    --threads 0 --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/acceptance.json"
+  # One thread: on this 2-vCPU machine a 2-thread run is fast or 1.5x slower depending on where
+  # the host places the vCPUs, which swamps the ratio. Three interleaved passes each: the issue's
+  # sampler (T 0.6, no penalty), the pack's default (presence penalty 0.5) and greedy.
+  for mode in "acceptance:" "acceptance_penalty:--presence-penalty 0.5" \
+              "acceptance_greedy:--temperature 0"; do
+    $N "$PYTHON" "$HERE/measure_acceptance.py" --model "$REPO/models/default" --depths 1,2 \
+      --threads 1 --repeats 3 ${mode#*:} --mtplx "$REPO/build-train/bin/mtplx" \
+      --json-out "$HERE/runs/$RUN/${mode%%:*}.json"
+  done
   "$PYTHON" "$HERE/write_model_card.py" --run "$RUN" --pack "$REPO/models/default"
 fi
 say "done"
