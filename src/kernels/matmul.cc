@@ -162,16 +162,16 @@ struct PreparedInput {
     act.x = x;
     act.group_sums = sums.data();
     if (!int8) return;
-    act.x8_stride = avx512::X8Stride(cols);
+    act.x8_stride = X8Stride(cols);
     steps.resize(m_rows * groups);
     x8_columns.resize(m_rows * act.x8_stride);
-    avx512::QuantizeActivations(x, m_rows, cols, group_size, x8_columns.data(), steps.data());
+    QuantizeActivations(x, m_rows, cols, group_size, x8_columns.data(), steps.data());
     act.x8_columns = x8_columns.data();
     act.steps = steps.data();
   }
   std::vector<float> sums, steps;
   std::vector<int8_t> x8_columns;
-  avx512::PreparedActivations act;
+  PreparedActivations act;
 };
 
 // The panelled matrices `ws` against one prepared input: the panels of all of them as one
@@ -179,8 +179,7 @@ struct PreparedInput {
 // int8 row kernel, whose results every panel kernel equals bit for bit: an int8 matmul gives
 // the same floats on every CPU family. `work` (multiply-adds) decides whether the pool takes the
 // loop.
-using Int8Kernel = void (*)(const Matrix&, int64_t, const avx512::PreparedActivations&, float*,
-                            int64_t);
+using Int8Kernel = void (*)(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t);
 
 Int8Kernel PanelKernel() {
   switch (SelectedIsa()) {
@@ -194,7 +193,7 @@ Int8Kernel PanelKernel() {
 }
 
 void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
-                 const avx512::PreparedActivations& act, ThreadPool* pool, int64_t work) {
+                 const PreparedActivations& act, ThreadPool* pool, int64_t work) {
   const Int8Kernel panel_kernel = PanelKernel();
   int64_t total_panels = 0;
   for (const Matrix* w : ws) total_panels += PanelledRows(*w) / kPanelRows;

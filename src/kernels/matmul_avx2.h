@@ -12,14 +12,13 @@
 
 #include <cstdint>
 
-#include "kernels/matmul_avx512.h"
+#include "kernels/int8_activations.h"
 #include "tensor/matrix.h"
 
 namespace mtplx::kernels::avx2 {
 
 // The activations prepared by matmul.cc (quantized to int8 per group; the column order,
 // act.x8_columns, is the one these kernels read).
-using PreparedActivations = avx512::PreparedActivations;
 
 // True when this CPU runs the kernels below (AVX2, FMA, F16C).
 bool Supported();

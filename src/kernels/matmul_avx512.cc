@@ -22,25 +22,6 @@
 
 namespace mtplx::kernels::avx512 {
 
-void QuantizeActivationsPortable(const float* x, int64_t rows, int64_t cols, int group_size,
-                                 int8_t* x8, float* steps) {
-  const int64_t stride = X8Stride(cols), groups = cols / group_size;
-  for (int64_t m = 0; m < rows; ++m) {
-    int8_t* out = x8 + m * stride;
-    std::fill(out + cols, out + stride, int8_t{0});
-    for (int64_t g = 0; g < groups; ++g) {
-      const float* xg = x + m * cols + g * group_size;
-      float amax = 0.0f;
-      for (int k = 0; k < group_size; ++k) amax = std::max(amax, std::fabs(xg[k]));
-      const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
-      steps[m * groups + g] = amax / 127.0f;
-      for (int k = 0; k < group_size; ++k) {
-        out[g * group_size + k] = static_cast<int8_t>(std::lrintf(xg[k] * inverse));
-      }
-    }
-  }
-}
-
 #ifdef MTPLX_HAVE_AVX512_KERNELS
 
 #define MTPLX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,fma")))
@@ -51,8 +32,6 @@ bool Supported() {
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
          __builtin_cpu_supports("avx512vbmi");
 }
-
-namespace {
 
 // The same values as QuantizeActivationsPortable: max is exact in any order, and cvtps_epi32
 // rounds to nearest even like lrintf in the default rounding mode.
@@ -77,15 +56,6 @@ MTPLX_AVX512 void QuantizeActivationsAvx512(const float* x, int64_t rows, int64_
       }
     }
   }
-}
-
-}  // namespace
-
-void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
-                         float* steps) {
-  static const bool fast = Supported();
-  if (fast) return QuantizeActivationsAvx512(x, rows, cols, group_size, x8, steps);
-  QuantizeActivationsPortable(x, rows, cols, group_size, x8, steps);
 }
 
 namespace {
@@ -407,9 +377,8 @@ void QuantRowF32(const Matrix& w, int64_t n, const PreparedActivations& act, flo
 #else  // no x86 AVX-512 kernels in this build
 
 bool Supported() { return false; }
-void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_size, int8_t* x8,
-                         float* steps) {
-  QuantizeActivationsPortable(x, rows, cols, group_size, x8, steps);
+void QuantizeActivationsAvx512(const float*, int64_t, int64_t, int, int8_t*, float*) {
+  MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
 }
 void QuantRowF32(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t) {
   MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");

@@ -14,14 +14,13 @@
 
 #include <cstdint>
 
-#include "kernels/matmul_avx512.h"
+#include "kernels/int8_activations.h"
 #include "tensor/matrix.h"
 
 namespace mtplx::kernels::neon {
 
 // The activations prepared by matmul.cc (quantized to int8 per group; the column order,
 // act.x8_columns, is the one this kernel reads).
-using PreparedActivations = avx512::PreparedActivations;
 
 // True when this CPU runs the kernel below (AArch64 with the dot-product extension).
 bool Supported();

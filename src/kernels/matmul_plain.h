@@ -8,13 +8,12 @@
 
 #include <cstdint>
 
-#include "kernels/matmul_avx512.h"
+#include "kernels/int8_activations.h"
 #include "tensor/matrix.h"
 
 namespace mtplx::kernels::plain {
 
 // Activations in column order (act.x8_columns), quantized to int8 per group by matmul.cc.
-using PreparedActivations = avx512::PreparedActivations;
 
 // Row n of a quantized matrix, MLX or panel layout, against every int8 activation row:
 // y[m * y_stride] for m in [0, act.rows).

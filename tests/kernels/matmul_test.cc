@@ -214,7 +214,7 @@ TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
   struct Isa {
     const char* name;
     bool supported;
-    void (*panel)(const Matrix&, int64_t, const avx512::PreparedActivations&, float*, int64_t);
+    void (*panel)(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t);
   };
   const Isa isas[] = {{"avx512", avx512::Supported(), avx512::PanelInt8},
                       {"avx2", avx2::Supported(), avx2::PanelInt8},
@@ -228,13 +228,13 @@ TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
         t.m.quant.streamed = streamed;
         for (int64_t m_rows : {1, 2, 3, 4, 5, 9}) {
           const auto x = RandomValues(m_rows * cols, bits + m_rows, 2.0f);
-          const int64_t stride = avx512::X8Stride(cols);
+          const int64_t stride = X8Stride(cols);
           std::vector<int8_t> x8(m_rows * stride);
           std::vector<float> steps(m_rows * groups), sums(m_rows * groups);
-          avx512::QuantizeActivations(x.data(), m_rows, cols, group, x8.data(), steps.data());
+          QuantizeActivations(x.data(), m_rows, cols, group, x8.data(), steps.data());
           for (int64_t i = 0; i < m_rows * groups; ++i)
             for (int64_t k = 0; k < group; ++k) sums[i] += x[i * group + k];
-          avx512::PreparedActivations act;
+          PreparedActivations act;
           act.rows = m_rows;
           act.groups = groups;
           act.x = x.data();
@@ -269,12 +269,11 @@ TEST(QuantizeActivationsTest, FastPathEqualsPortableTwin) {
       auto x = RandomValues(rows * cols, cols + group, 3.0f);
       for (int64_t k = 0; k < group; ++k) x[k] = 0.0f;  // an all-zero group
       x[group + 1] = 0.5f * x[group];                   // a value halfway between codes
-      const int64_t stride = avx512::X8Stride(cols), groups = cols / group;
+      const int64_t stride = X8Stride(cols), groups = cols / group;
       std::vector<int8_t> fast(rows * stride, 1), plain(rows * stride, 2);
       std::vector<float> fast_steps(rows * groups), plain_steps(rows * groups);
-      avx512::QuantizeActivations(x.data(), rows, cols, group, fast.data(), fast_steps.data());
-      avx512::QuantizeActivationsPortable(x.data(), rows, cols, group, plain.data(),
-                                          plain_steps.data());
+      QuantizeActivations(x.data(), rows, cols, group, fast.data(), fast_steps.data());
+      QuantizeActivationsPortable(x.data(), rows, cols, group, plain.data(), plain_steps.data());
       EXPECT_EQ(fast, plain) << "group " << group << " cols " << cols;
       EXPECT_EQ(fast_steps, plain_steps);
     }
