@@ -17,9 +17,6 @@
 
 namespace mtplx::kernels::avx2 {
 
-// The activations prepared by matmul.cc (quantized to int8 per group; the column order,
-// act.x8_columns, is the one these kernels read).
-
 // True when this CPU runs the kernels below (AVX2, FMA, F16C).
 bool Supported();
 

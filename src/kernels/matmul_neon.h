@@ -19,9 +19,6 @@
 
 namespace mtplx::kernels::neon {
 
-// The activations prepared by matmul.cc (quantized to int8 per group; the column order,
-// act.x8_columns, is the one this kernel reads).
-
 // True when this CPU runs the kernel below (AArch64 with the dot-product extension).
 bool Supported();
 

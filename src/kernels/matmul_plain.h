@@ -1,8 +1,8 @@
 // The plain int8-activation row kernel (internal to kernels/; matmul.cc is the one dispatch
-// point): what the AVX2 and NEON paths run for the rows of a matrix after its last whole panel,
-// and for matrices too small for one. It is also the scalar twin of every panel kernel: per
-// group an exact int32 dot of the codes with the int8 activations, then the same float steps
-// (res = fma(dot, scale * step, res), bias_term = fma(bias, group_sum, bias_term),
+// point): what every int8 path (AVX-512, AVX2, NEON, portable) runs for the rows of a matrix
+// after its last whole panel, and for matrices too small for one. It is also the scalar twin of
+// every panel kernel: per group an exact int32 dot of the codes with the int8 activations, then the
+// same float steps (res = fma(dot, scale * step, res), bias_term = fma(bias, group_sum, bias_term),
 // y = res + bias_term), so a panelled row equals this kernel's result bit for bit.
 #pragma once
 
@@ -12,8 +12,6 @@
 #include "tensor/matrix.h"
 
 namespace mtplx::kernels::plain {
-
-// Activations in column order (act.x8_columns), quantized to int8 per group by matmul.cc.
 
 // Row n of a quantized matrix, MLX or panel layout, against every int8 activation row:
 // y[m * y_stride] for m in [0, act.rows).

@@ -154,13 +154,16 @@ std::vector<int32_t> CountedIds(std::span<const int32_t> counts) {
 // partition on a copy where the penalised ids are -inf; the penalised ids, at most one per
 // generated token, are ranked and summed in double and merged in. The k best of the untouched ids
 // hold every untouched id of the overall k best, so sorting them with the penalised ids ranks
-// exactly as RankDouble does. When fewer than k untouched ids are finite, RankDouble decides.
+// exactly as RankDouble does. RankDouble decides when k or the penalised ids are a large share
+// of the vocabulary (the merge would not save work) and when fewer than k untouched ids are
+// finite.
 Scaled RankPenalised(std::span<const float> logits, std::span<const int32_t> counts,
                      const SamplingParams& params, double inv_t, size_t k) {
   const size_t vocab = logits.size();
   const std::vector<int32_t> penalised = CountedIds(counts);
-  if (penalised.empty()) return RankFloat(logits, inv_t, k);
-  if (penalised.size() * 8 > vocab) return RankDouble(logits, counts, params, inv_t, k);
+  if (penalised.empty()) return RankFloat(logits, inv_t, k);  // nothing generated yet
+  if (k * 4 >= vocab || penalised.size() * 8 > vocab)
+    return RankDouble(logits, counts, params, inv_t, k);
   thread_local std::vector<float> rest;
   rest.assign(logits.begin(), logits.end());
   for (int32_t id : penalised) rest[id] = -std::numeric_limits<float>::infinity();
@@ -206,9 +209,8 @@ SparseDistribution Shape(std::span<const float> logits, const SamplingParams& pa
   const double inv_t = 1.0 / std::max(params.temperature, 1e-6);
   const size_t k = params.top_k > 0 ? std::min<size_t>(params.top_k, vocab) : vocab;
   const bool penalties = HasPenalties(params, counts);
-  const Scaled scaled = !penalties       ? RankFloat(logits, inv_t, k)
-                        : k * 4 >= vocab ? RankDouble(logits, counts, params, inv_t, k)
-                                         : RankPenalised(logits, counts, params, inv_t, k);
+  const Scaled scaled =
+      penalties ? RankPenalised(logits, counts, params, inv_t, k) : RankFloat(logits, inv_t, k);
   const std::vector<int32_t>& order = scaled.best;
   const double log_z = scaled.log_z;
   auto scaled_at = [&](int32_t id) {

@@ -187,6 +187,19 @@ TEST(SamplerTest, ZeroPenaltiesAreAnExactNoOp) {
   const SparseDistribution without = Shape(logits, params);
   EXPECT_EQ(with.ids, without.ids);
   EXPECT_EQ(with.probs, without.probs);  // bitwise
+  // Penalties before anything was generated (all counts 0) leave the distribution as it is, bit
+  // for bit, at every top-k.
+  params.presence_penalty = 1.5;
+  params.frequency_penalty = 0.5;
+  const std::vector<int32_t> none(logits.size(), 0);
+  for (int top_k : {0, 20, 200}) {
+    params.top_k = top_k;
+    SamplingParams plain = params;
+    plain.presence_penalty = plain.frequency_penalty = 0.0;
+    const SparseDistribution first = Shape(logits, params, none);
+    EXPECT_EQ(first.ids, Shape(logits, plain).ids) << top_k;
+    EXPECT_EQ(first.probs, Shape(logits, plain).probs) << top_k;
+  }
 }
 
 TEST(SamplerTest, PenaltiesFollowTheOpenAiFormula) {

@@ -69,7 +69,7 @@ def sampler_label(acc):
 
 def acceptance_section(runs):
     """runs: (role, report of measure_acceptance.py) pairs; the first is the acceptance target."""
-    runs = [(role, acc) for role, acc in runs if acc]  # roles may be empty
+    runs = [(role, acc) for role, acc in runs if acc]
     if not runs:
         return "Not measured yet."
     first = runs[0][1]
