@@ -1,5 +1,5 @@
 // Tokenizer encode throughput on one core, in input bytes per second, with the real Qwen3
-// vocabulary. Run: build/bench/tokenizer_bench (from the repository root, next to ../shared).
+// vocabulary. Run: build/bench/tokenizer_bench (the vocabulary is tests/data/tokenizers/qwen3).
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -13,7 +13,7 @@ namespace {
 const Tokenizer* Qwen3() {
   static const Tokenizer* tokenizer = [] {
     auto t =
-        Tokenizer::FromJsonFile(MTPLX_SOURCE_DIR "/../shared/data/tokenizers/qwen3/tokenizer.json");
+        Tokenizer::FromJsonFile(MTPLX_SOURCE_DIR "/tests/data/tokenizers/qwen3/tokenizer.json");
     return t.ok() ? new Tokenizer(std::move(t).value()) : nullptr;
   }();
   return tokenizer;
@@ -42,7 +42,7 @@ std::string Sample(bool code) {
 void BM_Encode(benchmark::State& state) {
   const Tokenizer* tokenizer = Qwen3();
   if (!tokenizer) {
-    state.SkipWithError("cannot load ../shared/data/tokenizers/qwen3/tokenizer.json");
+    state.SkipWithError("cannot load tests/data/tokenizers/qwen3/tokenizer.json");
     return;
   }
   const std::string text = Sample(state.range(0) == 1);

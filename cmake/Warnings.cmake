@@ -7,7 +7,7 @@ endif()
 
 add_library(mtplx_options INTERFACE)
 # Runtime dispatch picks SIMD paths; the baseline stays portable x86-64 / aarch64.
-target_compile_options(mtplx_options INTERFACE $<$<CONFIG:RelWithDebInfo>:-O2> -fno-math-errno -ffp-contract=off)
+target_compile_options(mtplx_options INTERFACE $<$<CONFIG:Release,RelWithDebInfo>:-O2> -fno-math-errno -ffp-contract=off)
 if(MTPLX_SANITIZE)
   target_compile_options(mtplx_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
                                                  -fno-sanitize-recover=undefined)

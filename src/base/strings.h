@@ -21,6 +21,7 @@ std::string StrCat(const Args&... args) {
 std::string StrFormat(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 std::vector<std::string> StrSplit(std::string_view text, char sep);
+std::string StrJoin(const std::vector<std::string>& parts, std::string_view sep);
 bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
 

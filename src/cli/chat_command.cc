@@ -10,6 +10,7 @@
 
 #include "base/strings.h"
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cli/session.h"
 #include "tokenizer/utf8.h"
 
@@ -29,7 +30,10 @@ class ChatLoop {
     while (true) {
       if (interactive_) std::printf("\n> ");
       std::fflush(stdout);
-      if (!std::getline(std::cin, line)) break;
+      SetExitOnInterrupt(true);  // nothing is in flight while waiting for a line
+      const bool got_line = static_cast<bool>(std::getline(std::cin, line));
+      SetExitOnInterrupt(false);
+      if (!got_line) break;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       if (!tokenizer::IsValidUtf8(line)) {
         std::printf("(that line is not valid UTF-8 text; not sent)\n");
@@ -82,6 +86,7 @@ class ChatLoop {
   }
 
   bool Answer(const std::string& text) {
+    ClearInterrupt();
     conversation_.messages.push_back(TextMessage("user", text));
     auto turn = session_.Reply(conversation_, [](std::string_view piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -93,8 +98,10 @@ class ChatLoop {
       return interactive_;  // keep chatting after a bad turn when a person is typing
     }
     std::printf("\n");
+    if (turn->finish_reason == "interrupted") std::printf("(interrupted)\n");
     std::fflush(stdout);
     if (!flags_.quiet) std::fprintf(stderr, "%s\n", StatsLine(*turn).c_str());
+    // The partial reply stays in the history: it is what the user saw.
     conversation_.messages.push_back(TextMessage("assistant", turn->text));
     last_ = std::move(turn).value();
     return true;
@@ -118,6 +125,8 @@ Runner AddChatCommand(CLI::App& app) {
     if (!session.ok()) return ReportError(session.status().message());
     if (!(*session)->notice().empty() && !flags->quiet)
       std::fprintf(stderr, "[mtplx] %s\n", (*session)->notice().c_str());
+    InstallInterruptHandlers();
+    (*session)->SetInterruptFlag(&InterruptFlag());
     ChatLoop loop(**session, *flags);
     return loop.Run();
   };

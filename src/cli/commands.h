@@ -16,6 +16,10 @@ Runner AddRunCommand(CLI::App& app);
 Runner AddChatCommand(CLI::App& app);
 Runner AddBenchCommand(CLI::App& app);
 
+// Rejects NaN and infinities (which CLI11's Range lets through): put it on every floating-point
+// flag, before its range check.
+const CLI::Validator& FiniteNumber();
+
 // Prints "[mtplx] error: ..." to stderr and returns the exit code for failures.
 int ReportError(const std::string& message);
 

@@ -1,8 +1,13 @@
 // mtplx: exact native-MTP speculative decoding for Qwen 3.5 / 3.6 / Qwen3-Next.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "base/strings.h"
 #include "cli/commands.h"
 
 namespace mtplx::cli {
@@ -12,6 +17,56 @@ int ReportError(const std::string& message) {
   return 1;
 }
 
+const CLI::Validator& FiniteNumber() {
+  static const CLI::Validator validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end != text.c_str() && !std::isfinite(value))
+          return "'" + text + "' is not a finite number";
+        return "";
+      },
+      "FINITE");
+  return validator;
+}
+
+namespace {
+
+// Levenshtein distance, for "did you mean".
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The message for a first argument that names no command, with the closest command when one is
+// near enough to be a typo.
+std::string UnknownCommandMessage(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_distance = 3;  // at most two edits away
+  for (const auto& name : names) {
+    const size_t d = EditDistance(word, name);
+    const bool prefix = name.rfind(word, 0) == 0 && word.size() >= 2;
+    if (d < best_distance || (prefix && best.empty())) {
+      best = name;
+      best_distance = prefix ? 0 : d;
+    }
+  }
+  std::string message = "unknown command '" + word + "'";
+  if (!best.empty()) return message + " — did you mean '" + best + "'?";
+  return message + "; the commands are: " + StrJoin(names, ", ") + " (mtplx --help)";
+}
+
+}  // namespace
 }  // namespace mtplx::cli
 
 int main(int argc, char** argv) {
@@ -19,10 +74,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "mtplx 0.1.0");
   std::map<CLI::App*, mtplx::cli::Runner> runners;
+  std::vector<std::string> names;
   auto add = [&](mtplx::cli::Runner (*factory)(CLI::App&)) {
     const size_t before = app.get_subcommands({}).size();
     mtplx::cli::Runner runner = factory(app);
-    runners[app.get_subcommands({})[before]] = std::move(runner);
+    CLI::App* sub = app.get_subcommands({})[before];
+    names.push_back(sub->get_name());
+    runners[sub] = std::move(runner);
   };
   add(mtplx::cli::AddRunCommand);
   add(mtplx::cli::AddChatCommand);
@@ -30,6 +88,16 @@ int main(int argc, char** argv) {
   add(mtplx::cli::AddSynthCommand);
   add(mtplx::cli::AddConvertCommand);
   add(mtplx::cli::AddBenchCommand);
+  if (argc < 2) {
+    std::fprintf(stderr, "%s", app.help().c_str());
+    return 1;
+  }
+  const std::string first = argv[1];
+  if (!first.empty() && first[0] != '-') {
+    bool known = false;
+    for (const auto& name : names) known = known || name == first;
+    if (!known) return mtplx::cli::ReportError(mtplx::cli::UnknownCommandMessage(first, names));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

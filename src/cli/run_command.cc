@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cli/session.h"
 #include "tokenizer/utf8.h"
 
@@ -31,6 +32,8 @@ int RunGenerate(RunOptions o) {
   auto session = Session::Open(o.flags, chatty);
   if (!session.ok()) return ReportError(session.status().message());
   Session& s = **session;
+  InstallInterruptHandlers();
+  s.SetInterruptFlag(&InterruptFlag());
   if (!s.notice().empty() && chatty) std::fprintf(stderr, "[mtplx] %s\n", s.notice().c_str());
 
   chat::Conversation conversation;
@@ -44,19 +47,22 @@ int RunGenerate(RunOptions o) {
   };
   auto turn = o.raw ? s.Complete(o.prompt, stream) : s.Reply(conversation, stream);
   if (!turn.ok()) return ReportError(turn.status().message());
+  // Ctrl-C / SIGTERM: the reply so far is printed as usual, and the exit code says why it ended.
+  const int exit_code = turn->finish_reason == "interrupted" ? 128 + InterruptSignal() : 0;
   if (o.json) {
     nlohmann::json out = {{"text", turn->text},
                           {"token_ids", turn->token_ids},
                           {"finish_reason", turn->finish_reason},
+                          {"model", s.model().dir()},
                           {"stats", TurnStatsJson(*turn, s.model())}};
     if (!s.notice().empty()) out["notice"] = s.notice();
     std::printf("%s\n", out.dump().c_str());
-    return 0;
+    return exit_code;
   }
   std::printf("\n");
   std::fflush(stdout);
-  if (!o.flags.quiet) std::fprintf(stderr, "%s\n", StatsLine(*turn).c_str());
-  return 0;
+  if (!o.flags.quiet || exit_code != 0) std::fprintf(stderr, "%s\n", StatsLine(*turn).c_str());
+  return exit_code;
 }
 
 }  // namespace

@@ -5,9 +5,11 @@
 
 #include "base/file.h"
 #include "base/strings.h"
+#include "cli/commands.h"
 #include "cli/default_model.h"
 #include "engine/mtp_check.h"
 #include "engine/prompt.h"
+#include "io/checkpoint.h"
 #include "tokenizer/stream_decoder.h"
 
 namespace mtplx::cli {
@@ -17,17 +19,24 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--system", f.system, "System prompt");
   cmd->add_option("--max-tokens", f.max_tokens, "Most tokens to generate")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--temperature", f.temperature, "0 = greedy")->check(CLI::Range(0.0, 100.0));
-  cmd->add_option("--top-p", f.top_p, "Nucleus mass")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--temperature", f.temperature, "0 = greedy")
+      ->check(FiniteNumber())
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--top-p", f.top_p, "Nucleus mass")
+      ->check(FiniteNumber())
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top-k", f.top_k, "Keep the k most likely tokens (0 = off)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--min-p", f.min_p, "Drop tokens below min-p x the top probability")
+      ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--presence-penalty", f.presence_penalty,
                   "Subtract this from the logit of every token already generated (not at T 0)")
+      ->check(FiniteNumber())
       ->check(CLI::Range(-2.0, 2.0));
   cmd->add_option("--frequency-penalty", f.frequency_penalty,
                   "Subtract this times its count from a generated token's logit (not at T 0)")
+      ->check(FiniteNumber())
       ->check(CLI::Range(-2.0, 2.0));
   cmd->add_option("--seed", f.seed, "Sampling seed");
   cmd->add_option("--threads", f.threads, "Worker threads (0 = all cores)");
@@ -37,8 +46,10 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_flag("--skip-mtp-check", f.skip_mtp_check,
                 "Speculate even if the MTP head fails the acceptance check");
   cmd->add_option("--draft-temperature", f.draft_temperature, "Draft sampler temperature")
+      ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--draft-top-p", f.draft_top_p, "Draft sampler top-p")
+      ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--draft-top-k", f.draft_top_k, "Draft sampler top-k")
       ->check(CLI::NonNegativeNumber);
@@ -57,6 +68,8 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--think", f.think, "Reasoning: auto (template default) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--stop", f.stop, "Stop before this text (repeatable)");
+  cmd->add_flag("--ignore-eos", f.ignore_eos,
+                "Keep generating past the model's end-of-turn tokens (benchmarks, tests)");
   cmd->add_flag("--quiet", f.quiet, "No progress bar, notices or stats line");
 }
 
@@ -67,6 +80,7 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
     MTPLX_ASSIGN_OR_RETURN(s->flags_.model_dir, DefaultModelDir());
   }
   const std::string& dir = s->flags_.model_dir;
+  MTPLX_RETURN_IF_ERROR(io::CheckModelFolder(dir, /*need_tokenizer=*/true));
   MTPLX_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
                          tokenizer::Tokenizer::FromJsonFile(JoinPath(dir, "tokenizer.json")));
   s->tokenizer_ = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
@@ -115,9 +129,11 @@ engine::GenerateRequest Session::MakeRequest(std::vector<int32_t> prompt, uint64
   r.prompt = std::move(prompt);
   r.max_tokens = flags_.max_tokens;
   r.seed = seed;
-  r.stop_ids = defaults_.stop_ids;
-  for (const char* stop : {"<|im_end|>", "<|endoftext|>"})
-    if (auto id = tokenizer_->AddedTokenId(stop)) r.stop_ids.push_back(*id);
+  if (!flags_.ignore_eos) {
+    r.stop_ids = defaults_.stop_ids;
+    for (const char* stop : {"<|im_end|>", "<|endoftext|>"})
+      if (auto id = tokenizer_->AddedTokenId(stop)) r.stop_ids.push_back(*id);
+  }
   r.sampling.temperature = flags_.temperature >= 0 ? flags_.temperature : defaults_.temperature;
   r.sampling.top_p = flags_.top_p >= 0 ? flags_.top_p : defaults_.top_p;
   r.sampling.top_k = flags_.top_k >= 0 ? flags_.top_k : defaults_.top_k;
@@ -148,7 +164,8 @@ Result<Turn> Session::Complete(const std::string& text,
 
 Result<Turn> Session::Generate(std::vector<int32_t> prompt,
                                const std::function<void(std::string_view)>& on_text) {
-  const engine::GenerateRequest request = MakeRequest(std::move(prompt), flags_.seed + turns_++);
+  engine::GenerateRequest request = MakeRequest(std::move(prompt), flags_.seed + turns_++);
+  request.cancel = interrupt_;
   tokenizer::StreamDecoder decoder(tokenizer_.get(), /*skip_special_tokens=*/true);
   Turn turn;
   // Text is streamed only once no stop string can still start inside it.
@@ -198,6 +215,7 @@ Result<Turn> Session::Generate(std::vector<int32_t> prompt,
   if (on_text && turn.text.size() > streamed) on_text(std::string_view(turn.text).substr(streamed));
   turn.token_ids = std::move(result.tokens);
   turn.finish_reason = stopped ? "stop" : result.finish_reason;
+  if (turn.finish_reason == "cancelled") turn.finish_reason = "interrupted";
   turn.stats = result.stats;
   return turn;
 }
@@ -251,10 +269,11 @@ nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model) {
 }
 
 std::string StatsLine(const Turn& turn) {
-  return StrFormat("[mtplx] mode=%s depth=%d tokens=%lld tok/s=%.2f prefill_tok/s=%.1f",
+  return StrFormat("[mtplx] mode=%s depth=%d tokens=%lld tok/s=%.2f prefill_tok/s=%.1f finish=%s",
                    turn.depth > 0 ? "MTP" : "AR", turn.depth,
                    static_cast<long long>(turn.stats.completion_tokens),
-                   turn.stats.DecodeTokensPerSecond(), turn.stats.PrefillTokensPerSecond());
+                   turn.stats.DecodeTokensPerSecond(), turn.stats.PrefillTokensPerSecond(),
+                   turn.finish_reason.c_str());
 }
 
 }  // namespace mtplx::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -49,6 +50,7 @@ struct GenerationFlags {
   int64_t draft_vocab = -1;       // model::kAutoDraftVocab; 0: the whole vocabulary
   std::string think = "auto";     // enable_thinking: auto (template default) | on | off
   std::vector<std::string> stop;  // stop strings: generation ends before the first match
+  bool ignore_eos = false;        // generate past the model's end tokens (fixed-length runs)
   bool quiet = false;
 };
 
@@ -83,6 +85,9 @@ class Session {
   // Why speculation is off, when it is (empty otherwise).
   const std::string& notice() const { return notice_; }
   const model::Model& model() const { return *model_; }
+  // Raised by another thread or a signal handler to stop the reply in progress: the turn ends
+  // with the text so far and finish_reason "interrupted".
+  void SetInterruptFlag(const std::atomic<bool>* flag) { interrupt_ = flag; }
 
  private:
   Result<Turn> Generate(std::vector<int32_t> prompt,
@@ -101,6 +106,7 @@ class Session {
   bool speculate_ = false;
   std::string notice_;
   int turns_ = 0;
+  const std::atomic<bool>* interrupt_ = nullptr;
 };
 
 // A plain text message ("system", "user", "assistant").
@@ -108,7 +114,7 @@ chat::Message TextMessage(std::string role, std::string content);
 
 // Stats of a turn as JSON (the `stats` object of `run --json`).
 nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model);
-// "[mtplx] mode=MTP depth=2 tokens=N tok/s=X prefill_tok/s=Y"
+// "[mtplx] mode=MTP depth=2 tokens=N tok/s=X prefill_tok/s=Y finish=length"
 std::string StatsLine(const Turn& turn);
 
 }  // namespace mtplx::cli

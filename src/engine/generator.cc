@@ -10,13 +10,15 @@ namespace mtplx::engine {
 namespace {
 
 // Prefills the prompt tokens from `start` up to the last in chunks, then runs the last one alone
-// and returns its logits.
+// and returns its logits (none when the request was cancelled on the way).
 Result<std::vector<float>> Prefill(const model::Model& model, state::SequenceState& state,
-                                   const std::vector<int32_t>& prompt, int64_t start) {
+                                   const GenerateRequest& request, int64_t start) {
+  const std::vector<int32_t>& prompt = request.prompt;
   model::ForwardOptions body;
   body.all_logits = false;
   model::ForwardOutput out;
   for (const RowRange& r : PrefillPartition(start, static_cast<int64_t>(prompt.size()))) {
+    if (request.Cancelled()) return std::vector<float>();
     MTPLX_RETURN_IF_ERROR(model.Forward(
         state, std::span<const int32_t>(prompt.data() + r.begin, r.count), body, &out));
   }
@@ -63,7 +65,7 @@ Result<GenerateResult> GeneratePlain(const model::Model& model, const GenerateRe
     start = static_cast<int64_t>(request.prefix->tokens.size());
   }
   Timer timer;
-  MTPLX_ASSIGN_OR_RETURN(std::vector<float> logits, Prefill(model, *state, request.prompt, start));
+  MTPLX_ASSIGN_OR_RETURN(std::vector<float> logits, Prefill(model, *state, request, start));
   result.stats.prefill_seconds = timer.Seconds();
   timer.Reset();
   const uint64_t faults_before = ReadProcessStats().major_faults;
@@ -72,8 +74,8 @@ Result<GenerateResult> GeneratePlain(const model::Model& model, const GenerateRe
   std::vector<int32_t> counts(model.config().vocab_size, 0);
   model::ForwardOptions step;
   model::ForwardOutput out;
-  result.finish_reason = "length";
-  while (static_cast<int>(result.tokens.size()) < request.max_tokens) {
+  result.finish_reason = logits.empty() ? "cancelled" : "length";
+  while (!logits.empty() && static_cast<int>(result.tokens.size()) < request.max_tokens) {
     const int32_t token = sample::Sample(logits, request.sampling, rng, counts);
     result.tokens.push_back(token);
     ++counts[token];
@@ -88,6 +90,10 @@ Result<GenerateResult> GeneratePlain(const model::Model& model, const GenerateRe
     }
     if (static_cast<int>(result.tokens.size()) >= request.max_tokens) break;
     if (state->position() + 1 >= context) break;
+    if (request.Cancelled()) {
+      result.finish_reason = "cancelled";
+      break;
+    }
     MTPLX_RETURN_IF_ERROR(model.Forward(*state, std::span<const int32_t>(&token, 1), step, &out));
     logits.swap(out.logits);
   }

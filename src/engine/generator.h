@@ -3,6 +3,7 @@
 // speculative path uses, so greedy outputs of both cannot diverge at near-ties.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -41,6 +42,10 @@ struct GenerateRequest {
   // Start from this cached prefix (not owned; the prompt must extend it): only the new prompt
   // tokens are prefilled.
   const PrefixState* prefix = nullptr;
+  // Set by another thread (Ctrl-C, a client that went away) to end generation early, between
+  // prefill chunks or decode steps: finish_reason "cancelled", the tokens so far kept.
+  const std::atomic<bool>* cancel = nullptr;
+  bool Cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
 };
 
 struct GenerateStats {

@@ -133,6 +133,7 @@ Status SpeculativeRun::Prefill() {
   body.all_logits = false;
   model::ForwardOutput out;
   for (const RowRange& part : PrefillPartition(start, n)) {
+    if (request_.Cancelled()) return Status::Ok();  // Run() sees it too and stops
     const bool last = part.begin == n - 1;
     body.no_logits = !last;
     MTPLX_RETURN_IF_ERROR(model_.Forward(
@@ -277,7 +278,13 @@ Result<SpeculativeResult> SpeculativeRun::Run() {
   const uint64_t faults_before = ReadProcessStats().major_faults;
   result_.finish_reason = "length";
   if (request_.max_tokens <= 0) finished_ = true;
-  while (!finished_) MTPLX_RETURN_IF_ERROR(Cycle());
+  while (!finished_) {
+    if (request_.Cancelled()) {
+      result_.finish_reason = "cancelled";
+      break;
+    }
+    MTPLX_RETURN_IF_ERROR(Cycle());
+  }
   result_.stats.completion_tokens = static_cast<int64_t>(result_.tokens.size());
   result_.stats.decode_seconds = timer.Seconds();
   const ProcessStats after = ReadProcessStats();

@@ -85,6 +85,24 @@ Result<std::vector<std::string>> ListCheckpointFiles(const std::string& dir) {
   return files;
 }
 
+Status CheckModelFolder(const std::string& dir, bool need_tokenizer) {
+  static const char* const kHolds =
+      "a model folder holds config.json, tokenizer.json (with tokenizer_config.json or "
+      "chat_template.jinja) and the weights as *.safetensors: a Hugging Face checkpoint or a "
+      "pack written by `mtplx convert`";
+  if (dir.empty()) return InvalidArgument("no model folder given");
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec))
+    return NotFound(StrCat("the model folder '", dir, "' does not exist"));
+  if (!IsDirectory(dir))
+    return InvalidArgument(StrCat("'", dir, "' is a file, not a model folder; ", kHolds));
+  if (!FileExists(JoinPath(dir, "config.json")))
+    return NotFound(StrCat("'", dir, "' is not a model folder: it has no config.json; ", kHolds));
+  if (need_tokenizer && !FileExists(JoinPath(dir, "tokenizer.json")))
+    return NotFound(StrCat("'", dir, "' has no tokenizer.json; ", kHolds));
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir,
                                                      const CheckpointOptions& options) {
   MTPLX_ASSIGN_OR_RETURN(std::vector<std::string> paths, ListCheckpointFiles(dir));

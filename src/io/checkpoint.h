@@ -42,6 +42,12 @@ class Checkpoint {
   std::map<std::string, size_t> index_;  // tensor name -> file
 };
 
+// Checks that `dir` looks like a model folder before anything in it is read, so that a wrong
+// --model gets a message a newcomer can act on: the folder does not exist, is a file, or lacks
+// config.json / tokenizer.json / weights (the message says what a model folder holds).
+// `need_tokenizer`: the command also reads tokenizer.json.
+Status CheckModelFolder(const std::string& dir, bool need_tokenizer);
+
 // The safetensors files a checkpoint folder consists of, in load order.
 Result<std::vector<std::string>> ListCheckpointFiles(const std::string& dir);
 

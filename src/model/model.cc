@@ -33,6 +33,7 @@ std::vector<float> RopeInverseFrequencies(const io::ModelConfig& c) {
 Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOptions& options) {
   std::unique_ptr<Model> model(new Model());
   model->dir_ = dir;
+  MTPLX_RETURN_IF_ERROR(io::CheckModelFolder(dir, /*need_tokenizer=*/false));
   MTPLX_ASSIGN_OR_RETURN(model->config_, io::LoadModelConfig(dir));
   if (model->config_.attention_bias)
     return Unimplemented(StrCat(dir, "/config.json: attention_bias=true is not supported"));

@@ -1,6 +1,7 @@
 #include "pack/convert.h"
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -195,6 +196,13 @@ Result<SamplerDefaults> SamplerFor(const ConvertOptions& o) {
                          defaults.presence_penalty, defaults.frequency_penalty};
 }
 
+// "hf" for "/data/runs/v1/hf/" or "runs/v1/hf".
+std::string FolderName(const std::string& dir) {
+  fs::path path = fs::absolute(dir).lexically_normal();
+  if (path.filename().empty()) path = path.parent_path();
+  return path.filename().string();
+}
+
 RuntimeInfo Runtime(const ConvertOptions& o, const io::ModelConfig& config, const ConvertPlan& plan,
                     const ConvertSummary& summary, const SamplerDefaults& sampler, int mtp_bits) {
   RuntimeInfo info;
@@ -209,7 +217,7 @@ RuntimeInfo Runtime(const ConvertOptions& o, const io::ModelConfig& config, cons
   info.mtp_bits = info.has_mtp ? mtp_bits : 0;
   info.mtp_group_size = o.group_size;
   info.precision_variant = plan.source_dtype;
-  info.source_path = fs::absolute(o.src_dir).lexically_normal().string();
+  info.source_name = FolderName(o.src_dir);
   return info;
 }
 
@@ -246,7 +254,9 @@ Result<SamplerDefaults> ParseSampler(const std::string& text) {
     return bad;
   if (parts.size() > 3 && !ParseWhole(parts[3], s.presence_penalty)) return bad;
   if (parts.size() > 4 && !ParseWhole(parts[4], s.frequency_penalty)) return bad;
-  if (!(s.temperature >= 0) || !(s.top_p > 0 && s.top_p <= 1) || s.top_k < 0) return bad;
+  if (!std::isfinite(s.temperature) || !(s.temperature >= 0) || !(s.top_p > 0 && s.top_p <= 1) ||
+      s.top_k < 0)
+    return bad;
   for (double penalty : {s.presence_penalty, s.frequency_penalty})
     if (!(penalty >= -2 && penalty <= 2)) return bad;
   return s;

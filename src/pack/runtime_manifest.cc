@@ -20,7 +20,7 @@ std::string QuantLabel(int bits, int group_size, const std::string& precision) {
 // Free-form in the reference product: what a user may expect against the source checkpoint.
 Json ExactnessBaseline(const RuntimeInfo& info) {
   const bool lossless = info.bits == 0 && (!info.has_mtp || info.mtp_bits == 0);
-  Json baseline = {{"reference", "source checkpoint (" + info.source_path + ")"},
+  Json baseline = {{"reference", "source checkpoint (" + info.source_name + ")"},
                    {"trunk", QuantLabel(info.bits, info.group_size, info.precision_variant)}};
   if (info.has_mtp)
     baseline["mtp"] = QuantLabel(info.mtp_bits, info.mtp_group_size, info.precision_variant);
@@ -80,7 +80,7 @@ nlohmann::ordered_json BuildRuntimeManifest(const RuntimeInfo& info) {
   m["precision_variant"] = info.precision_variant;
   Json hashes = Json::object();
   for (const auto& [file, digest] : info.source_sha256) hashes[file] = digest;
-  m["forge_provenance"] = {{"source_path", info.source_path},
+  m["forge_provenance"] = {{"source_name", info.source_name},
                            {"source_format", "hf"},
                            {"source_sha256", hashes},
                            {"forge_recipe",

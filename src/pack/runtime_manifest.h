@@ -36,7 +36,9 @@ struct RuntimeInfo {
   int mtp_bits = 0;
   int mtp_group_size = 64;
   std::string precision_variant = "bf16";  // float dtype of the weights, scales and biases
-  std::string source_path;
+  // The source folder's own name: a pack records names and hashes, never a path of the machine
+  // that made it.
+  std::string source_name;
   std::map<std::string, std::string> source_sha256;  // source file name -> digest
   std::string forged_at;                             // UTC ISO-8601
   std::string verified_on;                           // what checked the pack, or why nothing did

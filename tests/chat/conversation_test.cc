@@ -125,7 +125,7 @@ TEST_F(ModelDir, ReportsMissingTemplates) {
 }
 
 TEST(ModelDirQwen3, LoadsTheRealTokenizerConfig) {
-  const std::string dir = testing::SharedPath("data/tokenizers/qwen3");
+  const std::string dir = testing::TestDataPath("tokenizers/qwen3");
   if (!FileExists(JoinPath(dir, "tokenizer_config.json"))) GTEST_SKIP() << "no " << dir;
   const Result<ChatTemplate> chat_template = ChatTemplate::FromModelDir(dir);
   ASSERT_TRUE(chat_template.ok()) << chat_template.status().ToString();

@@ -30,7 +30,7 @@ TEST(CliTest, RunOnTheDefaultModelPrintsTextAndStats) {
   // the MTP check); at most 12 tokens (the reply may end sooner).
   EXPECT_TRUE(std::regex_search(
       o.output, std::regex(R"(\[mtplx\] mode=(AR depth=0|MTP depth=[1-4]) tokens=([0-9]|1[0-2]) )"
-                           R"(tok/s=[0-9.]+ prefill_tok/s=[0-9.]+)")))
+                           R"(tok/s=[0-9.]+ prefill_tok/s=[0-9.]+ finish=(stop|length))")))
       << o.output;
 }
 
@@ -119,11 +119,19 @@ TEST(CliTest, BadInputGivesAClearErrorAndNonZeroExit) {
     const char* needle;
   } cases[] = {
       {"run \"\"", "prompt is empty"},
-      {"run hi --model /nonexistent/dir", "/nonexistent/dir"},
+      {"run hi --model /nonexistent/dir", "the model folder '/nonexistent/dir' does not exist"},
+      {"run hi --model /etc/hostname", "'/etc/hostname' is a file, not a model folder"},
+      {"run hi --model /tmp", "'/tmp' is not a model folder: it has no config.json"},
+      {"run hi --model /tmp", "a model folder holds config.json, tokenizer.json"},
       {"run hi --frobnicate", "frobnicate"},
-      {"score --model /nonexistent --tokens 1", "/nonexistent"},
+      {"score --model /nonexistent --tokens 1", "'/nonexistent' does not exist"},
+      {"bench --model /nonexistent", "'/nonexistent' does not exist"},
       {"synth --preset nope --out /tmp/x", "nope"},
-      {"", "A subcommand is required"},
+      {"", "Usage"},
+      {"rn hi", "unknown command 'rn' — did you mean 'run'?"},
+      {"chta", "did you mean 'chat'?"},
+      {"conv a b", "did you mean 'convert'?"},
+      {"frobnicate", "unknown command 'frobnicate'; the commands are: run, chat"},
   };
   for (const auto& c : cases) {
     const Outcome o = Mtplx(c.args);
@@ -131,6 +139,28 @@ TEST(CliTest, BadInputGivesAClearErrorAndNonZeroExit) {
     EXPECT_NE(o.output.find(c.needle), std::string::npos) << c.args << "\n" << o.output;
     EXPECT_EQ(o.output.find("internal error"), std::string::npos) << c.args;
   }
+}
+
+// CLI11's range checks let NaN through, and `inf` is a number to strtod: every floating-point
+// flag must refuse both, naming itself.
+TEST(CliTest, NumericFlagsRefuseNanAndInfinity) {
+  for (const char* flag : {"--temperature", "--top-p", "--min-p", "--presence-penalty",
+                           "--frequency-penalty", "--draft-temperature", "--draft-top-p"}) {
+    for (const char* value : {"nan", "inf", "-inf", "NaN", "infinity"}) {
+      const Outcome o = Mtplx(std::string("run hi --max-tokens 2 ") + flag + " " + value);
+      EXPECT_NE(o.exit_code, 0) << flag << " " << value;
+      EXPECT_NE(o.output.find(flag), std::string::npos) << flag << " " << value << o.output;
+      EXPECT_EQ(o.output.find("[mtplx] mode="), std::string::npos) << "it generated: " << flag;
+    }
+  }
+  const Outcome nan_t = Mtplx("run hi --temperature nan");
+  EXPECT_NE(nan_t.output.find("'nan' is not a finite number"), std::string::npos) << nan_t.output;
+  const Outcome bench = Mtplx("bench --acceptance 0.9,nan --prefill none");
+  EXPECT_NE(bench.exit_code, 0);
+  EXPECT_NE(bench.output.find("--acceptance"), std::string::npos) << bench.output;
+  const Outcome prefill = Mtplx("bench --prefill inf");
+  EXPECT_NE(prefill.exit_code, 0);
+  EXPECT_NE(prefill.output.find("--prefill"), std::string::npos) << prefill.output;
 }
 
 TEST(CliTest, ChatKeepsHistoryAndHandlesCommands) {

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "base/file.h"
 #include "support/synthetic_model.h"
@@ -20,6 +22,53 @@ using Outcome = testing::CommandOutcome;
 
 Outcome Mtplx(const std::string& args, bool merge_stderr = true) {
   return testing::RunMtplx(args, merge_stderr);
+}
+
+// The text of a pack file that may carry metadata: a safetensors file's JSON header, any other
+// file whole (tokenizer.json is left out: its vocabulary may hold path-like pieces such as
+// "/usr/").
+std::string MetadataText(const std::filesystem::path& file) {
+  const std::string name = file.filename().string();
+  if (name == "tokenizer.json") return "";
+  const Result<std::string> text = ReadTextFile(file.string());
+  if (!text.ok()) return "";
+  if (file.extension() != ".safetensors") return *text;
+  if (text->size() < 8) return "";
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = header << 8 | static_cast<unsigned char>((*text)[i]);
+  return text->substr(8, std::min<uint64_t>(header, text->size() - 8));
+}
+
+// Absolute paths (a quote, space, bracket or backtick, then "/name/") in the metadata of every
+// file of `dir`: a pack records names and hashes, never where it was made.
+std::vector<std::string> AbsolutePathsIn(const std::string& dir) {
+  static const std::regex kPath(R"((^|[\s"'(`=])(/[A-Za-z0-9_.-]+/[^\s"')`]*))");
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string text = MetadataText(entry.path());
+    for (std::sregex_iterator it(text.begin(), text.end(), kPath), end; it != end; ++it)
+      found.push_back(entry.path().filename().string() + ": " + (*it)[2].str());
+  }
+  return found;
+}
+
+TEST(ConvertCliTest, PacksRecordNoAbsolutePath) {
+  // The check itself finds a planted path.
+  const std::string planted = testing::MakeTempDir("mtplx-paths");
+  ASSERT_TRUE(WriteTextFile(planted + "/mtplx_runtime.json", R"({"source": "/home/u/ckpt"})").ok());
+  EXPECT_EQ(AbsolutePathsIn(planted).size(), 1u);
+
+  EXPECT_EQ(AbsolutePathsIn(testing::TrainedModelDir()), std::vector<std::string>{});
+  const std::string src = testing::SyntheticModel("dense-tiny", "hf");
+  const std::string out = testing::MakeTempDir("mtplx-convert-cli") + "/pack";
+  const Outcome o = Mtplx("convert " + src + " " + out + " --bits 8 --json", false);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_EQ(AbsolutePathsIn(out), std::vector<std::string>{});
+  const auto manifest = nlohmann::json::parse(*ReadTextFile(out + "/mtplx_runtime.json"));
+  EXPECT_EQ(manifest["forge_provenance"]["source_name"],
+            std::filesystem::path(src).lexically_normal().filename().string());
+  EXPECT_FALSE(manifest["forge_provenance"].contains("source_path"));
 }
 
 TEST(ConvertCliTest, JsonSummaryAndAPackThatRunsLikeItsSource) {
@@ -76,6 +125,12 @@ TEST(ConvertCliTest, BadFlagsAndSourcesAreReported) {
   const Outcome sampler = Mtplx("convert " + src + " " + out + " --sampler 0.6,0.9");
   EXPECT_EQ(sampler.exit_code, 1);
   EXPECT_NE(sampler.output.find("--sampler"), std::string::npos) << sampler.output;
+  for (const char* bad :
+       {"nan,0.95,20", "inf,0.95,20", "0.6,nan,20", "0.6,0.95,20,inf", "0.6,0.95,20,0,-inf"}) {
+    const Outcome o = Mtplx("convert " + src + " " + out + " --sampler " + bad);
+    EXPECT_EQ(o.exit_code, 1) << bad;
+    EXPECT_NE(o.output.find("--sampler"), std::string::npos) << bad << o.output;
+  }
   const Outcome missing = Mtplx("convert /nonexistent/src " + out);
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.output.find("/nonexistent/src"), std::string::npos) << missing.output;

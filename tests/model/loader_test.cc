@@ -199,7 +199,10 @@ TEST(LoaderTest, UnknownArchitectureIsReported) {
   ExpectLoadError(dir, "unsupported architecture 'LlamaForCausalLM'");
 }
 
-TEST(LoaderTest, MissingFolderIsReported) { ExpectLoadError("/nonexistent/model", "config.json"); }
+TEST(LoaderTest, MissingFolderIsReported) {
+  ExpectLoadError("/nonexistent/model", "the model folder '/nonexistent/model' does not exist");
+  ExpectLoadError("/tmp", "has no config.json");
+}
 
 }  // namespace
 }  // namespace mtplx::model

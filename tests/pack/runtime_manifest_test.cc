@@ -24,7 +24,7 @@ RuntimeInfo Info() {
   info.group_size = 64;
   info.mtp_bits = 8;
   info.mtp_group_size = 64;
-  info.source_path = "/models/src";
+  info.source_name = "src";
   info.source_sha256 = {{"model.safetensors", std::string(64, 'a')}};
   info.forged_at = UtcTimestamp();
   info.verified_on = "test";
@@ -54,7 +54,7 @@ TEST(RuntimeManifestTest, HasTheRequiredAndContractKeys) {
   EXPECT_EQ(m["capabilities"]["vision"], false);
   EXPECT_EQ(m["capabilities"]["mtp"], true);
   const auto& provenance = m["forge_provenance"];
-  EXPECT_EQ(provenance["source_path"], "/models/src");
+  EXPECT_EQ(provenance["source_name"], "src");
   EXPECT_EQ(provenance["source_sha256"]["model.safetensors"], std::string(64, 'a'));
   EXPECT_EQ(provenance["mtplx_version"], MtplxVersion());
   const std::string at = provenance["forged_at"];

@@ -38,9 +38,6 @@ std::string BinaryDir() { return EnvOr("MTPLX_BINARY_DIR", MTPLX_BINARY_DIR_DEFA
 std::string TestDataPath(const std::string& relative) {
   return SourceDir() + "/tests/data/" + relative;
 }
-std::string SharedPath(const std::string& relative) {
-  return SourceDir() + "/../shared/" + relative;
-}
 
 std::string MakeTempDir(const std::string& prefix) {
   static std::once_flag once;

@@ -11,8 +11,6 @@ std::string SourceDir();
 std::string BinaryDir();
 // tests/data/<relative>.
 std::string TestDataPath(const std::string& relative);
-// ../shared/<relative> next to the checkout.
-std::string SharedPath(const std::string& relative);
 // The bundled trained model pack (models/default in the source tree).
 std::string TrainedModelDir();
 // A fresh empty directory under the system temp dir, removed at process exit.

@@ -69,7 +69,7 @@ TEST(GoldenTest, Qwen3MatchesHuggingFace) {
 // make_goldens.py builds the same variant in Python.
 TEST(GoldenTest, Gpt2StylePipelineMatchesHuggingFace) {
   Result<std::string> text =
-      ReadTextFile(mtplx::testing::SharedPath("data/tokenizers/qwen3/tokenizer.json"));
+      ReadTextFile(mtplx::testing::TestDataPath("tokenizers/qwen3/tokenizer.json"));
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   nlohmann::json json = nlohmann::json::parse(*text);
   json["normalizer"] = nullptr;

@@ -9,7 +9,7 @@ namespace mtplx::tokenizer::testing {
 const Tokenizer& Qwen3Tokenizer() {
   static const Tokenizer* tokenizer = [] {
     Result<Tokenizer> loaded =
-        Tokenizer::FromJsonFile(mtplx::testing::SharedPath("data/tokenizers/qwen3/tokenizer.json"));
+        Tokenizer::FromJsonFile(mtplx::testing::TestDataPath("tokenizers/qwen3/tokenizer.json"));
     MTPLX_CHECK(loaded.ok(), loaded.status().ToString().c_str());
     return new Tokenizer(std::move(loaded).value());
   }();

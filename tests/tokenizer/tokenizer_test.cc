@@ -61,9 +61,9 @@ TEST(TokenizerTest, LoadsQwen3Tables) {
 // one line of ids per input.
 TEST(TokenizerTest, MatchesLlamaCppVectors) {
   Result<std::string> inputs_text =
-      ReadTextFile(mtplx::testing::SharedPath("data/tokenizer-vectors/qwen2.inp"));
+      ReadTextFile(mtplx::testing::TestDataPath("tokenizer-vectors/qwen2.inp"));
   Result<std::string> outputs_text =
-      ReadTextFile(mtplx::testing::SharedPath("data/tokenizer-vectors/qwen2.out"));
+      ReadTextFile(mtplx::testing::TestDataPath("tokenizer-vectors/qwen2.out"));
   ASSERT_TRUE(inputs_text.ok()) << inputs_text.status().ToString();
   ASSERT_TRUE(outputs_text.ok()) << outputs_text.status().ToString();
 

@@ -7,7 +7,7 @@ Deterministic: a fixed seed drives every random choice, so rerunning with the sa
     build-tok/tests/tokenizer/tokenizer_write_synthetic /tmp/synth-small
     build-tok/tests/tokenizer/tokenizer_write_synthetic /tmp/synth-large 248044
     /opt/mtplx-py/bin/python tools/tokenizer/make_goldens.py \
-        --qwen3 ../shared/data/tokenizers/qwen3/tokenizer.json \
+        --qwen3 tests/data/tokenizers/qwen3/tokenizer.json \
         --synthetic /tmp/synth-small/tokenizer.json \
         --synthetic-large /tmp/synth-large/tokenizer.json \
         --out-dir tests/data/tokenizer

@@ -5,7 +5,7 @@ Pipeline exactly as Qwen 3.5 (spec §6): NFC normalizer; pre-tokenizer Sequence[
 regex, Isolated), ByteLevel(add_prefix_space=false, use_regex=false)]; ByteLevel post-processor
 and decoder; BPE without byte fallback or unk. BPE ids are 0..base-1 and the 33 Qwen added tokens
 follow at base..base+32 in spec §6 order (so the total is --vocab, default 8192 = base + 33).
-The chat template is Qwen3's ChatML template (/work/shared/data/tokenizers/qwen3, Apache-2.0).
+The chat template is Qwen3's ChatML template (tests/data/tokenizers/qwen3, Apache-2.0).
 
 Usage: train_tokenizer.py [--corpus DIR] [--out DIR] [--vocab 8192]
 """
@@ -38,7 +38,7 @@ ADDED_TOKENS = [
 ]
 assert len(ADDED_TOKENS) == 33
 
-QWEN3_TOKENIZER_CONFIG = "/work/shared/data/tokenizers/qwen3/tokenizer_config.json"
+QWEN3_TOKENIZER_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "tokenizers", "qwen3", "tokenizer_config.json")
 TRAIN_SOURCES = ["code", "pydocs", "austen", "moby", "web"]
 
 

@@ -201,7 +201,7 @@ with `tools/train/run_all.sh` (see `tools/train/README.md`).
 
 ## Data
 
-Debian packages (see `/work/shared/spec/corpora.md` for how each is obtained); held-out splits
+Debian packages (`tools/train/prepare_corpus.py` says how each is extracted); held-out splits
 are whole documents chosen by hash, never trained on.
 
 {data_table(manifest)}
