@@ -126,7 +126,7 @@ Runner AddChatCommand(CLI::App& app) {
     if (!(*session)->notice().empty() && !flags->quiet)
       std::fprintf(stderr, "[mtplx] %s\n", (*session)->notice().c_str());
     InstallInterruptHandlers();
-    (*session)->SetInterruptFlag(&InterruptFlag());
+    (*session)->SetInterruptFlag(InterruptFlag());
     ChatLoop loop(**session, *flags);
     return loop.Run();
   };

@@ -32,7 +32,9 @@ void InstallInterruptHandlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-const std::atomic<bool>& InterruptFlag() { return g_interrupted; }
+std::shared_ptr<std::atomic<bool>> InterruptFlag() {
+  return std::shared_ptr<std::atomic<bool>>(&g_interrupted, [](std::atomic<bool>*) {});
+}
 bool Interrupted() { return g_interrupted.load(); }
 int InterruptSignal() { return g_signal.load(); }
 

@@ -5,14 +5,15 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 
 namespace mtplx::cli {
 
 // Installs the handlers (idempotent).
 void InstallInterruptHandlers();
 
-// Raised by SIGINT / SIGTERM; pass it as a generation request's cancel flag.
-const std::atomic<bool>& InterruptFlag();
+// Raised by SIGINT / SIGTERM; pass it as a generation request's cancel flag (it is not owned).
+std::shared_ptr<std::atomic<bool>> InterruptFlag();
 bool Interrupted();
 // The signal that raised the flag (0 if none): exit codes are 128 + it.
 int InterruptSignal();

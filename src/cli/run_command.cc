@@ -33,7 +33,7 @@ int RunGenerate(RunOptions o) {
   if (!session.ok()) return ReportError(session.status().message());
   Session& s = **session;
   InstallInterruptHandlers();
-  s.SetInterruptFlag(&InterruptFlag());
+  s.SetInterruptFlag(InterruptFlag());
   if (!s.notice().empty() && chatty) std::fprintf(stderr, "[mtplx] %s\n", s.notice().c_str());
 
   chat::Conversation conversation;
@@ -51,7 +51,7 @@ int RunGenerate(RunOptions o) {
   const int exit_code = turn->finish_reason == "interrupted" ? 128 + InterruptSignal() : 0;
   if (o.json) {
     nlohmann::json out = {{"text", turn->text},
-                          {"token_ids", turn->token_ids},
+                          {"token_ids", turn->tokens},
                           {"finish_reason", turn->finish_reason},
                           {"model", s.model().dir()},
                           {"stats", TurnStatsJson(*turn, s.model())}};

@@ -7,10 +7,6 @@
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
-#include "engine/mtp_check.h"
-#include "engine/prompt.h"
-#include "io/checkpoint.h"
-#include "tokenizer/stream_decoder.h"
 
 namespace mtplx::cli {
 
@@ -79,144 +75,60 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   if (s->flags_.model_dir.empty()) {
     MTPLX_ASSIGN_OR_RETURN(s->flags_.model_dir, DefaultModelDir());
   }
-  const std::string& dir = s->flags_.model_dir;
-  MTPLX_RETURN_IF_ERROR(io::CheckModelFolder(dir, /*need_tokenizer=*/true));
-  MTPLX_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
-                         tokenizer::Tokenizer::FromJsonFile(JoinPath(dir, "tokenizer.json")));
-  s->tokenizer_ = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
-  MTPLX_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, chat::ChatTemplate::FromModelDir(dir));
-  s->template_ = std::make_unique<chat::ChatTemplate>(std::move(tmpl));
-  MTPLX_ASSIGN_OR_RETURN(s->defaults_, io::LoadGenerationDefaults(dir));
-  model::LoadOptions load;
-  load.threads = flags.threads;
-  load.show_progress = show_progress;
-  load.activations =
+  engine::EngineOptions options;
+  options.model_dir = s->flags_.model_dir;
+  options.load.threads = flags.threads;
+  options.load.show_progress = show_progress;
+  options.load.activations =
       flags.activations == "f32" ? kernels::Activations::kF32 : kernels::Activations::kInt8;
-  load.draft_head_bits = flags.draft_head_bits;
-  load.draft_vocab = flags.draft_vocab;
-  MTPLX_ASSIGN_OR_RETURN(s->model_, model::Model::Load(dir, load));
-  s->ChooseMode();
+  options.load.draft_head_bits = flags.draft_head_bits;
+  options.load.draft_vocab = flags.draft_vocab;
+  options.no_mtp = flags.no_mtp;
+  options.skip_mtp_check = flags.skip_mtp_check;
+  options.depth = flags.depth;
+  options.pre_norm_hidden = flags.mtp_hidden == "pre";
+  options.draft_temperature = flags.draft_temperature;
+  options.draft_top_p = flags.draft_top_p;
+  options.draft_top_k = flags.draft_top_k;
+  MTPLX_ASSIGN_OR_RETURN(s->engine_, engine::Engine::Open(options));
   return s;
-}
-
-// --no-mtp, a checkpoint without an MTP head, or a head that fails the acceptance check all mean
-// plain decoding, with a notice saying why.
-void Session::ChooseMode() {
-  if (flags_.no_mtp) return;
-  if (!model_->has_mtp()) {
-    notice_ = "this checkpoint has no MTP head: plain decoding";
-    return;
-  }
-  if (!flags_.skip_mtp_check) {
-    const auto probe =
-        tokenizer_->Encode("The quick brown fox jumps over the lazy dog.\ndef main():\n", false);
-    auto check = engine::CheckMtp(*model_, probe);
-    if (!check.ok()) {
-      notice_ = "MTP check failed (" + check.status().message() + "): plain decoding";
-      return;
-    }
-    if (!check->usable) {
-      notice_ = "MTP disabled: " + check->reason + "; decoding without speculation";
-      return;
-    }
-  }
-  depth_ = flags_.depth > 0 ? flags_.depth : defaults_.mtp_depth;
-  speculate_ = true;
-}
-
-engine::GenerateRequest Session::MakeRequest(std::vector<int32_t> prompt, uint64_t seed) const {
-  engine::GenerateRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = flags_.max_tokens;
-  r.seed = seed;
-  if (!flags_.ignore_eos) {
-    r.stop_ids = defaults_.stop_ids;
-    for (const char* stop : {"<|im_end|>", "<|endoftext|>"})
-      if (auto id = tokenizer_->AddedTokenId(stop)) r.stop_ids.push_back(*id);
-  }
-  r.sampling.temperature = flags_.temperature >= 0 ? flags_.temperature : defaults_.temperature;
-  r.sampling.top_p = flags_.top_p >= 0 ? flags_.top_p : defaults_.top_p;
-  r.sampling.top_k = flags_.top_k >= 0 ? flags_.top_k : defaults_.top_k;
-  r.sampling.min_p = flags_.min_p >= 0 ? flags_.min_p : defaults_.min_p;
-  r.sampling.presence_penalty =
-      std::isnan(flags_.presence_penalty) ? defaults_.presence_penalty : flags_.presence_penalty;
-  r.sampling.frequency_penalty =
-      std::isnan(flags_.frequency_penalty) ? defaults_.frequency_penalty : flags_.frequency_penalty;
-  return r;
 }
 
 Result<Turn> Session::Reply(const chat::Conversation& conversation,
                             const std::function<void(std::string_view)>& on_text) {
-  chat::RenderOptions options;
-  options.add_generation_prompt = true;
-  if (flags_.think != "auto") options.enable_thinking = flags_.think == "on";
-  MTPLX_ASSIGN_OR_RETURN(std::vector<int32_t> prompt,
-                         engine::BuildPrompt(*template_, *tokenizer_, conversation, options));
-  return Generate(std::move(prompt), on_text);
+  engine::Request request = engine_->NewRequest();
+  request.kind = engine::PromptKind::kChat;
+  request.conversation = conversation;
+  if (flags_.think != "auto") request.render.enable_thinking = flags_.think == "on";
+  return Generate(std::move(request), on_text);
 }
 
 Result<Turn> Session::Complete(const std::string& text,
                                const std::function<void(std::string_view)>& on_text) {
-  std::vector<int32_t> prompt = tokenizer_->Encode(text, /*allow_special=*/false);
-  if (prompt.empty()) return InvalidArgument("the prompt encodes to no tokens");
-  return Generate(std::move(prompt), on_text);
+  engine::Request request = engine_->NewRequest();
+  request.kind = engine::PromptKind::kText;
+  request.text = text;
+  return Generate(std::move(request), on_text);
 }
 
-Result<Turn> Session::Generate(std::vector<int32_t> prompt,
+Result<Turn> Session::Generate(engine::Request request,
                                const std::function<void(std::string_view)>& on_text) {
-  engine::GenerateRequest request = MakeRequest(std::move(prompt), flags_.seed + turns_++);
-  request.cancel = interrupt_;
-  tokenizer::StreamDecoder decoder(tokenizer_.get(), /*skip_special_tokens=*/true);
-  Turn turn;
-  // Text is streamed only once no stop string can still start inside it.
-  size_t streamed = 0;
-  bool stopped = false;
-  size_t longest_stop = 0;
-  for (const auto& stop : flags_.stop) longest_stop = std::max(longest_stop, stop.size());
-  auto on_token = [&](int32_t id) {
-    turn.text += decoder.Push(id);
-    for (const auto& stop : flags_.stop) {
-      // Text before `streamed` was already checked: no stop string starts there.
-      const size_t at = stop.empty() ? std::string::npos : turn.text.find(stop, streamed);
-      if (at != std::string::npos) {
-        turn.text.resize(at);
-        stopped = true;
-      }
-    }
-    const size_t safe = stopped ? turn.text.size()
-                                : turn.text.size() - std::min(turn.text.size(),
-                                                              longest_stop ? longest_stop - 1 : 0);
-    if (on_text && safe > streamed)
-      on_text(std::string_view(turn.text).substr(streamed, safe - streamed));
-    streamed = std::max(streamed, safe);
-    return !stopped;
-  };
-  engine::GenerateResult result;
-  if (speculate_) {
-    engine::SpeculativeOptions spec;
-    spec.depth = depth_;
-    spec.pre_norm_hidden = flags_.mtp_hidden == "pre";
-    if (flags_.draft_temperature >= 0 || flags_.draft_top_p >= 0 || flags_.draft_top_k >= 0) {
-      spec.draft_same_as_target = false;
-      spec.draft = request.sampling;
-      if (flags_.draft_temperature >= 0) spec.draft.temperature = flags_.draft_temperature;
-      if (flags_.draft_top_p >= 0) spec.draft.top_p = flags_.draft_top_p;
-      if (flags_.draft_top_k >= 0) spec.draft.top_k = flags_.draft_top_k;
-    }
-    MTPLX_ASSIGN_OR_RETURN(engine::SpeculativeResult run,
-                           engine::GenerateSpeculative(*model_, request, spec, on_token));
-    turn.depth = depth_;
-    turn.speculative = run.speculative;
-    result = std::move(run.result);
-  } else {
-    MTPLX_ASSIGN_OR_RETURN(result, engine::GeneratePlain(*model_, request, on_token));
-  }
-  if (!stopped) turn.text += decoder.Flush();
-  if (on_text && turn.text.size() > streamed) on_text(std::string_view(turn.text).substr(streamed));
-  turn.token_ids = std::move(result.tokens);
-  turn.finish_reason = stopped ? "stop" : result.finish_reason;
+  request.max_tokens = flags_.max_tokens;
+  request.seed = flags_.seed + turns_++;
+  request.stop = flags_.stop;
+  request.ignore_eos = flags_.ignore_eos;
+  sample::SamplingParams& p = request.sampling;
+  if (flags_.temperature >= 0) p.temperature = flags_.temperature;
+  if (flags_.top_p >= 0) p.top_p = flags_.top_p;
+  if (flags_.top_k >= 0) p.top_k = flags_.top_k;
+  if (flags_.min_p >= 0) p.min_p = flags_.min_p;
+  if (!std::isnan(flags_.presence_penalty)) p.presence_penalty = flags_.presence_penalty;
+  if (!std::isnan(flags_.frequency_penalty)) p.frequency_penalty = flags_.frequency_penalty;
+  if (interrupt_) request.cancel = interrupt_;
+  MTPLX_ASSIGN_OR_RETURN(Turn turn, engine_->Run(std::move(request), [&](const engine::Event& e) {
+    if (e.type == engine::Event::Type::kText && on_text) on_text(e.text);
+  }));
   if (turn.finish_reason == "cancelled") turn.finish_reason = "interrupted";
-  turn.stats = result.stats;
   return turn;
 }
 

@@ -17,11 +17,8 @@
 #include "base/status.h"
 #include "chat/chat_template.h"
 #include "chat/conversation.h"
-#include "engine/generator.h"
-#include "engine/speculative.h"
-#include "io/generation_config.h"
+#include "engine/engine.h"
 #include "model/model.h"
-#include "tokenizer/tokenizer.h"
 
 namespace mtplx::cli {
 
@@ -56,15 +53,11 @@ struct GenerationFlags {
 
 void AddGenerationFlags(CLI::App* cmd, GenerationFlags& flags);
 
-struct Turn {
-  std::string text;
-  std::vector<int32_t> token_ids;
-  std::string finish_reason;
-  engine::GenerateStats stats;
-  int depth = 0;  // 0: plain decoding
-  engine::SpeculativeStats speculative;
-};
+// One reply as the terminal commands report it: the engine's completion, with finish_reason
+// "interrupted" when Ctrl-C / SIGTERM stopped it.
+using Turn = engine::Completion;
 
+// The engine behind `run` and `chat`, driven with the flags of the command line.
 class Session {
  public:
   static Result<std::unique_ptr<Session>> Open(const GenerationFlags& flags, bool show_progress);
@@ -79,34 +72,25 @@ class Session {
                         const std::function<void(std::string_view)>& on_text);
 
   // Speculation on or off for later turns (off always works; on only if the head passed).
-  void SetSpeculation(bool on) { speculate_ = on && depth_ > 0; }
-  bool speculating() const { return speculate_; }
-  int depth() const { return depth_; }
+  void SetSpeculation(bool on) { engine_->SetSpeculation(on); }
+  bool speculating() const { return engine_->depth() > 0; }
+  int depth() const { return engine_->depth(); }
   // Why speculation is off, when it is (empty otherwise).
-  const std::string& notice() const { return notice_; }
-  const model::Model& model() const { return *model_; }
-  // Raised by another thread or a signal handler to stop the reply in progress: the turn ends
-  // with the text so far and finish_reason "interrupted".
-  void SetInterruptFlag(const std::atomic<bool>* flag) { interrupt_ = flag; }
+  const std::string& notice() const { return engine_->notice(); }
+  const model::Model& model() const { return engine_->model(); }
+  // Raised by a signal handler to stop the reply in progress: the turn ends with the text so far
+  // and finish_reason "interrupted".
+  void SetInterruptFlag(std::shared_ptr<std::atomic<bool>> flag) { interrupt_ = std::move(flag); }
 
  private:
-  Result<Turn> Generate(std::vector<int32_t> prompt,
+  Session() = default;
+  Result<Turn> Generate(engine::Request request,
                         const std::function<void(std::string_view)>& on_text);
 
-  Session() = default;
-  void ChooseMode();
-  engine::GenerateRequest MakeRequest(std::vector<int32_t> prompt, uint64_t seed) const;
-
   GenerationFlags flags_;
-  std::unique_ptr<model::Model> model_;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
-  std::unique_ptr<chat::ChatTemplate> template_;
-  io::GenerationDefaults defaults_;
-  int depth_ = 0;
-  bool speculate_ = false;
-  std::string notice_;
+  std::unique_ptr<engine::Engine> engine_;
   int turns_ = 0;
-  const std::atomic<bool>* interrupt_ = nullptr;
+  std::shared_ptr<std::atomic<bool>> interrupt_;
 };
 
 // A plain text message ("system", "user", "assistant").

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,9 +31,23 @@ struct RowRange {
 std::vector<RowRange> ChunkRows(int64_t begin, int64_t end);
 
 // The prefill partition plain and speculative generation share, so that greedy outputs cannot
-// diverge at near-ties: rows [start, n - 1) in chunks, then the last row alone (its logits start
-// decoding). n > start.
-std::vector<RowRange> PrefillPartition(int64_t start, int64_t n);
+// diverge at near-ties: rows [start, n - 1) cut at every multiple of kPrefillChunk and at every
+// position in `cuts` (sorted), then the last row alone (its logits start decoding). n > start.
+// Cuts are absolute positions, so a run restored from a prefix that ends at a cut continues
+// with exactly the chunks of a cold run of the same prompt.
+std::vector<RowRange> PrefillPartition(int64_t start, int64_t n,
+                                       std::span<const int64_t> cuts = {});
+
+// A token's log-probability and its best alternatives (natural log of the model's softmax,
+// before any sampling transform).
+struct TokenLogprob {
+  int32_t token = 0;
+  double logprob = 0.0;
+  std::vector<std::pair<int32_t, double>> top;  // best first
+};
+
+// `token`'s log-probability under `logits` and the `top` most likely tokens.
+TokenLogprob LogprobOf(std::span<const float> logits, int32_t token, int top);
 
 struct GenerateRequest {
   std::vector<int32_t> prompt;
@@ -42,9 +58,16 @@ struct GenerateRequest {
   // Start from this cached prefix (not owned; the prompt must extend it): only the new prompt
   // tokens are prefilled.
   const PrefixState* prefix = nullptr;
+  // Extra cuts of the prefill partition (turn boundaries), and the cuts at which to capture
+  // checkpoints for a prefix cache (GenerateResult::capture); both sorted.
+  std::vector<int64_t> prefill_cuts;
+  std::vector<int64_t> checkpoint_at;
   // Set by another thread (Ctrl-C, a client that went away) to end generation early, between
   // prefill chunks or decode steps: finish_reason "cancelled", the tokens so far kept.
   const std::atomic<bool>* cancel = nullptr;
+  // Log-probabilities of each generated token with this many alternatives (-1: none; plain
+  // decoding only).
+  int top_logprobs = -1;
   bool Cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
 };
 
@@ -63,10 +86,17 @@ struct GenerateResult {
   std::vector<int32_t> tokens;
   std::string finish_reason;  // "stop" | "length" | "cancelled"
   GenerateStats stats;
+  std::optional<PrefixCapture> capture;  // when checkpoint_at named reachable cuts
+  std::vector<TokenLogprob> logprobs;    // when top_logprobs >= 0
 };
 
 // Called with each new token; return false to stop (finish_reason "cancelled").
 using TokenCallback = std::function<bool(int32_t token)>;
+
+// The log-probability of every token but the first given the ones before it (one forward over
+// all rows, in chunks), with `top` alternatives each.
+Result<std::vector<TokenLogprob>> ScorePrompt(const model::Model& model,
+                                              std::span<const int32_t> tokens, int top);
 
 Result<GenerateResult> GeneratePlain(const model::Model& model, const GenerateRequest& request,
                                      const TokenCallback& on_token);

@@ -52,8 +52,30 @@ Result<PrefixState> BuildPrefix(const model::Model& model, std::span<const int32
       prefix.last_hidden.assign(hidden.end() - h, hidden.end());
     }
   }
-  prefix.trunk = trunk->Snapshot();
-  if (mtp) prefix.mtp = mtp->Snapshot();
+  prefix.trunk = std::make_shared<const state::SequenceSnapshot>(trunk->Snapshot());
+  if (mtp) prefix.mtp = std::make_shared<const state::SequenceSnapshot>(mtp->Snapshot());
+  return prefix;
+}
+
+Status PrefixState::RestoreTrunk(state::SequenceState& trunk_state) const {
+  if (!trunk) return FailedPrecondition("the prefix has no trunk state");
+  return trunk_state.RestorePrefix(*trunk, size(), delta.get());
+}
+
+Status PrefixState::RestoreMtp(state::SequenceState& mtp_state) const {
+  if (!mtp) return FailedPrecondition("the prefix was built without the MTP head");
+  return mtp_state.RestorePrefix(*mtp, size() - 1, nullptr);
+}
+
+PrefixState PrefixCapture::PrefixAt(size_t index) const {
+  const PrefixCheckpoint& c = checkpoints[index];
+  PrefixState prefix;
+  prefix.tokens.assign(tokens.begin(), tokens.begin() + c.position);
+  prefix.trunk = trunk;
+  prefix.delta = c.delta;
+  prefix.mtp = mtp;
+  prefix.last_hidden = c.hidden;
+  prefix.pre_norm_hidden = pre_norm_hidden;
   return prefix;
 }
 
@@ -65,6 +87,56 @@ Status CheckPromptExtends(const PrefixState& prefix, std::span<const int32_t> pr
                                   prefix.tokens.size(), " tokens) by at least one token"));
   }
   return Status::Ok();
+}
+
+}  // namespace mtplx::engine
+
+namespace mtplx::engine {
+
+uint64_t PrefixCapture::Bytes() const {
+  auto snapshot_bytes = [](const state::SequenceSnapshot* s) -> uint64_t {
+    if (!s) return 0;
+    uint64_t total = 0;
+    for (const auto& a : s->attention) total += (a.keys.size() + a.values.size()) * sizeof(float);
+    for (const auto& d : s->delta) total += (d.conv.size() + d.recurrent.size()) * sizeof(float);
+    return total;
+  };
+  uint64_t total = snapshot_bytes(trunk.get()) + snapshot_bytes(mtp.get());
+  for (const auto& c : checkpoints) {
+    total += c.hidden.size() * sizeof(float);
+    if (c.delta)
+      for (const auto& d : *c.delta) total += (d.conv.size() + d.recurrent.size()) * sizeof(float);
+  }
+  return total + tokens.size() * sizeof(int32_t);
+}
+
+void CheckpointRecorder::AfterChunk(int64_t end, const state::SequenceState& trunk,
+                                    const float* last_hidden, int64_t hidden_size) {
+  if (!std::binary_search(positions_.begin(), positions_.end(), end)) return;
+  PrefixCheckpoint c;
+  c.position = end;
+  c.delta = std::make_shared<const DeltaStates>(trunk.delta_states());
+  c.hidden.assign(last_hidden, last_hidden + hidden_size);
+  captured_.push_back(std::move(c));
+}
+
+std::optional<PrefixCapture> CheckpointRecorder::Finish(std::span<const int32_t> prompt,
+                                                        const state::SequenceState& trunk,
+                                                        const state::SequenceState* mtp,
+                                                        bool pre_norm_hidden) {
+  if (captured_.empty()) return std::nullopt;
+  PrefixCapture capture;
+  const int64_t end = captured_.back().position;
+  capture.tokens.assign(prompt.begin(), prompt.begin() + end);
+  capture.trunk =
+      std::make_shared<const state::SequenceSnapshot>(trunk.SnapshotAttentionPrefix(end));
+  if (mtp)
+    capture.mtp =
+        std::make_shared<const state::SequenceSnapshot>(mtp->SnapshotAttentionPrefix(end - 1));
+  capture.pre_norm_hidden = pre_norm_hidden;
+  capture.checkpoints = std::move(captured_);
+  captured_.clear();
+  return capture;
 }
 
 }  // namespace mtplx::engine

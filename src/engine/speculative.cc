@@ -28,7 +28,8 @@ class SpeculativeRun {
         rng_(request.seed),
         counts_(vocab_, 0),
         trunk_(model.NewState()),
-        mtp_(model.NewMtpState()) {
+        mtp_(model.NewMtpState()),
+        recorder_(request.checkpoint_at) {
     draft_params_ = options.draft_same_as_target ? request.sampling : options.draft;
     if (request.sampling.greedy()) draft_params_.temperature = 0.0;
     stats_.depth = options.depth;
@@ -78,6 +79,7 @@ class SpeculativeRun {
   std::vector<float> last_hidden_;    // trunk hidden of the last committed position
   std::vector<float> pair_hidden_;    // MTP history still to feed: hidden rows ...
   std::vector<int32_t> pair_tokens_;  // ... and the token that followed each
+  CheckpointRecorder recorder_;
 };
 
 bool SpeculativeRun::Emit(int32_t token) {
@@ -124,21 +126,23 @@ Status SpeculativeRun::Prefill() {
     MTPLX_RETURN_IF_ERROR(CheckPromptExtends(*prefix, prompt));
     if (!prefix->mtp || prefix->pre_norm_hidden != options_.pre_norm_hidden)
       return InvalidArgument("the cached prefix was built without this MTP configuration");
-    trunk_->Restore(prefix->trunk);
-    mtp_->Restore(*prefix->mtp);
-    start = static_cast<int64_t>(prefix->tokens.size());
+    MTPLX_RETURN_IF_ERROR(prefix->RestoreTrunk(*trunk_));
+    MTPLX_RETURN_IF_ERROR(prefix->RestoreMtp(*mtp_));
+    start = prefix->size();
     AddMtpPair(prefix->last_hidden.data(), prompt[start]);
   }
   model::ForwardOptions body;
   body.all_logits = false;
   model::ForwardOutput out;
-  for (const RowRange& part : PrefillPartition(start, n)) {
+  for (const RowRange& part : PrefillPartition(start, n, request_.prefill_cuts)) {
     if (request_.Cancelled()) return Status::Ok();  // Run() sees it too and stops
     const bool last = part.begin == n - 1;
     body.no_logits = !last;
     MTPLX_RETURN_IF_ERROR(model_.Forward(
         *trunk_, std::span<const int32_t>(prompt.data() + part.begin, part.count), body, &out));
     if (last) break;
+    recorder_.AfterChunk(part.begin + part.count, *trunk_, Hidden(out, part.count - 1),
+                         hidden_size_);
     for (int64_t r = 0; r < part.count; ++r) AddMtpPair(Hidden(out, r), prompt[part.begin + r + 1]);
     MTPLX_RETURN_IF_ERROR(IngestMtpPairs());
   }
@@ -290,6 +294,9 @@ Result<SpeculativeResult> SpeculativeRun::Run() {
   const ProcessStats after = ReadProcessStats();
   result_.stats.major_faults_during_decode = after.major_faults - faults_before;
   result_.stats.resident_bytes = after.resident_bytes;
+  // The prompt's MTP history is complete: every chunk's pairs were fed during the prefill.
+  result_.capture =
+      recorder_.Finish(request_.prompt, *trunk_, mtp_.get(), options_.pre_norm_hidden);
   return SpeculativeResult{std::move(result_), std::move(stats_)};
 }
 

@@ -105,6 +105,53 @@ SequenceSnapshot SequenceState::Snapshot() const {
   return snapshot;
 }
 
+SequenceSnapshot SequenceState::SnapshotAttentionPrefix(int64_t positions) const {
+  SequenceSnapshot snapshot;
+  snapshot.position = std::clamp<int64_t>(positions, 0, position_);
+  const int64_t kv_heads = layout_.kv_heads, head_dim = HeadDim();
+  for (const auto& a : attention_) {
+    const int64_t used = std::min(snapshot.position, a.capacity);
+    AttentionCache copy;
+    copy.capacity = used;
+    copy.keys.resize(static_cast<size_t>(kv_heads * used * head_dim));
+    copy.values.resize(copy.keys.size());
+    CopyPlanes(a.keys.data(), a.capacity, copy.keys.data(), used, used, kv_heads, head_dim);
+    CopyPlanes(a.values.data(), a.capacity, copy.values.data(), used, used, kv_heads, head_dim);
+    snapshot.attention.push_back(std::move(copy));
+  }
+  return snapshot;  // no DeltaNet states: they belong to the current position only
+}
+
+Status SequenceState::RestorePrefix(const SequenceSnapshot& source, int64_t positions,
+                                    const std::vector<DeltaNetState>* delta) {
+  if (positions < 0 || positions > source.position)
+    return OutOfRange(
+        StrCat("cannot restore ", positions, " positions from a snapshot of ", source.position));
+  if (source.attention.size() != attention_.size())
+    return InvalidArgument("the snapshot belongs to a state of another layout");
+  if (!delta && !delta_.empty() &&
+      (positions != source.position || source.delta.size() != delta_.size()))
+    return FailedPrecondition(StrCat("restoring ", positions, " of ", source.position,
+                                     " positions needs the DeltaNet states at ", positions));
+  if (delta && delta->size() != delta_.size())
+    return InvalidArgument("the DeltaNet checkpoint belongs to a state of another layout");
+  position_ = positions;
+  const int64_t kv_heads = layout_.kv_heads, head_dim = HeadDim();
+  for (size_t i = 0; i < attention_.size(); ++i) {
+    auto& a = attention_[i];
+    const auto& s = source.attention[i];
+    const int64_t rows = std::min(positions, s.capacity);
+    if (a.capacity < rows) Resize(a, rows, kv_heads, head_dim);
+    CopyPlanes(s.keys.data(), s.capacity, a.keys.data(), a.capacity, rows, kv_heads, head_dim);
+    CopyPlanes(s.values.data(), s.capacity, a.values.data(), a.capacity, rows, kv_heads, head_dim);
+  }
+  if (delta)
+    delta_ = *delta;
+  else if (!delta_.empty())
+    delta_ = source.delta;
+  return Status::Ok();
+}
+
 void SequenceState::Restore(const SequenceSnapshot& snapshot) {
   position_ = snapshot.position;
   const int64_t kv_heads = layout_.kv_heads, head_dim = HeadDim();

@@ -74,7 +74,18 @@ class SequenceState {
   void ReserveKv(int64_t length);
 
   SequenceSnapshot Snapshot() const;
+  // The attention rows [0, positions) only (positions <= position()), without DeltaNet states:
+  // what a prefix cache keeps of a longer sequence, whose recurrent states at earlier positions
+  // were captured separately (restore it with RestorePrefix and those states).
+  SequenceSnapshot SnapshotAttentionPrefix(int64_t positions) const;
   void Restore(const SequenceSnapshot& snapshot);
+  // Restores the first `positions` attention rows of `source` (positions <= source.position)
+  // and the DeltaNet states `delta` (one per DeltaNet layer; nullptr: source's own, legal only
+  // when positions == source.position or the state has no DeltaNet layers).
+  Status RestorePrefix(const SequenceSnapshot& source, int64_t positions,
+                       const std::vector<DeltaNetState>* delta);
+  // The DeltaNet states alone (fixed size): a checkpoint at the current position.
+  const std::vector<DeltaNetState>& delta_states() const { return delta_; }
   // Drops positions >= new_position. Legal only for attention-only states, or as a no-op.
   Status Truncate(int64_t new_position);
   void Reset();

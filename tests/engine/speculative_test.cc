@@ -163,8 +163,8 @@ TEST(PrefixTest, RestoresTheStateOfItsTokens) {
   const std::vector<int32_t> tokens = SharedPrefix();
   auto prefix = BuildPrefix(*m, tokens);
   ASSERT_TRUE(prefix.ok()) << prefix.status().ToString();
-  EXPECT_EQ(prefix->trunk.position, static_cast<int64_t>(tokens.size()));
-  ASSERT_TRUE(prefix->mtp.has_value());
+  EXPECT_EQ(prefix->trunk->position, static_cast<int64_t>(tokens.size()));
+  ASSERT_TRUE(prefix->mtp != nullptr);
   EXPECT_EQ(prefix->mtp->position, static_cast<int64_t>(tokens.size()) - 1);
 
   GenerateRequest request = GreedyRequest(3, 12);

@@ -1,0 +1,367 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <future>
+
+#include "base/file.h"
+#include "base/strings.h"
+#include "base/timer.h"
+#include "engine/mtp_check.h"
+#include "engine/prompt.h"
+#include "engine/text_stream.h"
+#include "io/checkpoint.h"
+
+namespace mtplx::engine {
+namespace {
+
+// Recurrent-state checkpoints land on this grid (a multiple of kPrefillChunk, so every grid
+// point is a cut) and on the last few turn boundaries of a prompt.
+constexpr int64_t kCheckpointGrid = 4 * kPrefillChunk;
+constexpr size_t kTurnCheckpoints = 3;
+
+struct PromptInfo {
+  std::vector<int32_t> tokens;
+  bool reasoning_open = false;
+};
+
+// The assistant turn the template opened still has an open <think> (Qwen 3.5 pre-opens it).
+bool EndsInsideThink(const std::string& rendered) {
+  const size_t open = rendered.rfind("<think>");
+  if (open == std::string::npos) return false;
+  const size_t close = rendered.rfind("</think>");
+  const size_t turn = rendered.rfind("<|im_start|>");
+  return (close == std::string::npos || close < open) && (turn == std::string::npos || turn < open);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
+  std::unique_ptr<Engine> e(new Engine());
+  e->options_ = options;
+  const std::string& dir = options.model_dir;
+  MTPLX_RETURN_IF_ERROR(io::CheckModelFolder(dir, /*need_tokenizer=*/true));
+  MTPLX_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
+                         tokenizer::Tokenizer::FromJsonFile(JoinPath(dir, "tokenizer.json")));
+  e->tokenizer_ = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
+  MTPLX_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, chat::ChatTemplate::FromModelDir(dir));
+  e->template_ = std::make_unique<chat::ChatTemplate>(std::move(tmpl));
+  MTPLX_ASSIGN_OR_RETURN(e->defaults_, io::LoadGenerationDefaults(dir));
+  MTPLX_ASSIGN_OR_RETURN(e->model_, model::Model::Load(dir, options.load));
+  e->end_ids_ = e->defaults_.stop_ids;
+  for (const char* end : {"<|im_end|>", "<|endoftext|>"})
+    if (auto id = e->tokenizer_->AddedTokenId(end)) e->end_ids_.push_back(*id);
+  e->turn_start_id_ = e->tokenizer_->AddedTokenId("<|im_start|>");
+  const int64_t model_max = e->model_->config().max_position_embeddings;
+  e->context_window_ =
+      options.context_window > 0 ? std::min(options.context_window, model_max) : model_max;
+  if (options.cache_bytes > 0) e->bank_ = std::make_unique<SessionBank>(options.cache_bytes);
+  e->ChooseMode();
+  e->worker_ = std::thread([engine = e.get()] { engine->Loop(); });
+  return e;
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    for (Job& job : queue_) job.request.cancel->store(true);
+    if (running_cancel_) running_cancel_->store(true);
+  }
+  wake_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+// --no-mtp, a checkpoint without an MTP head, or a head that fails the acceptance check all mean
+// plain decoding, with a notice saying why.
+void Engine::ChooseMode() {
+  if (options_.no_mtp) return;
+  if (!model_->has_mtp()) {
+    notice_ = "this checkpoint has no MTP head: plain decoding";
+    return;
+  }
+  if (!options_.skip_mtp_check) {
+    const auto probe =
+        tokenizer_->Encode("The quick brown fox jumps over the lazy dog.\ndef main():\n", false);
+    auto check = CheckMtp(*model_, probe);
+    if (!check.ok()) {
+      notice_ = "MTP check failed (" + check.status().message() + "): plain decoding";
+      return;
+    }
+    if (!check->usable) {
+      notice_ = "MTP disabled: " + check->reason + "; decoding without speculation";
+      return;
+    }
+  }
+  depth_ = options_.depth > 0 ? options_.depth : defaults_.mtp_depth;
+  speculate_ = true;
+}
+
+Request Engine::NewRequest() const {
+  Request r;
+  r.sampling.temperature = defaults_.temperature;
+  r.sampling.top_p = defaults_.top_p;
+  r.sampling.top_k = defaults_.top_k;
+  r.sampling.min_p = defaults_.min_p;
+  r.sampling.presence_penalty = defaults_.presence_penalty;
+  r.sampling.frequency_penalty = defaults_.frequency_penalty;
+  return r;
+}
+
+Result<std::vector<int32_t>> Engine::PromptTokens(const Request& request) const {
+  switch (request.kind) {
+    case PromptKind::kChat: {
+      MTPLX_ASSIGN_OR_RETURN(chat::RenderedPrompt rendered, Render(request));
+      return EncodeRendered(*tokenizer_, rendered);
+    }
+    case PromptKind::kText:
+      return tokenizer_->Encode(request.text, /*allow_special=*/false);
+    case PromptKind::kTokens:
+      for (int32_t id : request.tokens)
+        if (id < 0 || id >= model_->config().vocab_size)
+          return InvalidArgument(StrCat("token id ", id, " is outside the vocabulary (0..",
+                                        model_->config().vocab_size - 1, ")"));
+      return request.tokens;
+  }
+  return InvalidArgument("unknown prompt kind");
+}
+
+Result<chat::RenderedPrompt> Engine::Render(const Request& request) const {
+  chat::RenderOptions render = request.render;
+  render.add_generation_prompt = true;
+  MTPLX_ASSIGN_OR_RETURN(chat::RenderedPrompt rendered,
+                         template_->Render(request.conversation, render));
+  if (!request.assistant_prefix.empty()) {  // template text: no user span
+    rendered.text += request.assistant_prefix;
+    rendered.segments.push_back({request.assistant_prefix, false});
+  }
+  return rendered;
+}
+
+Status Engine::Prepare(Request& request) const {
+  if (request.kind == PromptKind::kChat) {
+    MTPLX_ASSIGN_OR_RETURN(chat::RenderedPrompt rendered, Render(request));
+    request.tokens = EncodeRendered(*tokenizer_, rendered);
+    request.reasoning_open = EndsInsideThink(rendered.text);
+  } else if (request.kind == PromptKind::kText) {
+    request.tokens = tokenizer_->Encode(request.text, /*allow_special=*/false);
+  } else {
+    MTPLX_ASSIGN_OR_RETURN(request.tokens, PromptTokens(request));
+  }
+  request.kind = PromptKind::kTokens;
+  return CheckPromptFits(static_cast<int64_t>(request.tokens.size()));
+}
+
+Status Engine::CheckPromptFits(int64_t n) const {
+  if (n == 0) return InvalidArgument("the prompt encodes to no tokens");
+  if (n + 1 > context_window_)
+    return OutOfRange(StrCat("the prompt has ", n, " tokens but the context window is ",
+                             context_window_, " tokens (with at least 1 to generate)"));
+  return Status::Ok();
+}
+
+Status Engine::Submit(Request request, EventSink sink) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return FailedPrecondition("the engine is shutting down");
+    if (static_cast<int>(queue_.size()) >= options_.max_queue)
+      return ResourceExhausted(StrCat("the request queue is full (", queue_.size(),
+                                      " requests waiting); retry shortly"));
+    queue_.push_back(Job{std::move(request), std::move(sink)});
+  }
+  wake_.notify_one();
+  return Status::Ok();
+}
+
+Result<Completion> Engine::Run(Request request, const EventSink& sink) {
+  auto done = std::make_shared<std::promise<Result<Completion>>>();
+  auto future = done->get_future();
+  MTPLX_RETURN_IF_ERROR(Submit(std::move(request), [sink, done](const Event& event) {
+    if (sink) sink(event);
+    if (event.type == Event::Type::kFinished) done->set_value(*event.completion);
+    if (event.type == Event::Type::kFailed) done->set_value(event.error);
+  }));
+  return future.get();
+}
+
+void Engine::Loop() {
+  while (true) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      running_cancel_ = job.request.cancel;
+      if (stopping_) running_cancel_->store(true);
+    }
+    Process(job);
+    std::lock_guard<std::mutex> lock(mutex_);
+    busy_ = false;
+    running_cancel_.reset();
+    ++done_;
+    if (bank_) {
+      bank_bytes_ = bank_->bytes();
+      bank_entries_ = bank_->size();
+    }
+  }
+}
+
+void Engine::Process(Job& job) {
+  Result<Completion> done = Generate(job.request, job.sink);
+  Event event;
+  if (done.ok()) {
+    event.type = Event::Type::kFinished;
+    event.completion = &done.value();
+  } else {
+    event.type = Event::Type::kFailed;
+    event.error = done.status();
+  }
+  if (job.sink) job.sink(event);
+}
+
+Result<Completion> Engine::Generate(Request& request, const EventSink& sink) {
+  Timer clock;
+  if (request.kind != PromptKind::kTokens || request.tokens.empty())
+    MTPLX_RETURN_IF_ERROR(Prepare(request));
+  PromptInfo prompt;
+  prompt.tokens = request.tokens;
+  prompt.reasoning_open = request.reasoning_open;
+  const int64_t n = static_cast<int64_t>(prompt.tokens.size());
+  MTPLX_RETURN_IF_ERROR(CheckPromptFits(n));
+  Completion done;
+  done.prompt_tokens = n;
+  done.effective_max_tokens =
+      static_cast<int>(std::min<int64_t>(std::max(request.max_tokens, 0), context_window_ - n));
+  if (request.prompt_logprobs) {
+    MTPLX_ASSIGN_OR_RETURN(done.prompt_logprobs,
+                           ScorePrompt(*model_, prompt.tokens, std::max(request.top_logprobs, 0)));
+  }
+
+  GenerateRequest g;
+  g.prompt = prompt.tokens;
+  g.sampling = request.sampling;
+  g.seed = request.seed;
+  g.max_tokens = done.effective_max_tokens;
+  if (!request.ignore_eos) g.stop_ids = end_ids_;
+  g.cancel = request.cancel.get();
+  g.top_logprobs = request.top_logprobs;
+  const bool speculate = speculate_ && request.speculate && request.top_logprobs < 0 &&
+                         n + depth_ + 1 < model_->config().max_position_embeddings;
+  // Turn boundaries cut the prefill; the last few of them and a grid get checkpoints.
+  if (turn_start_id_)
+    for (int64_t i = 1; i < n - 1; ++i)
+      if (prompt.tokens[i] == *turn_start_id_) g.prefill_cuts.push_back(i);
+  if (bank_) {
+    for (int64_t at = kCheckpointGrid; at <= n - 1; at += kCheckpointGrid)
+      g.checkpoint_at.push_back(at);
+    const size_t turns = g.prefill_cuts.size();
+    g.checkpoint_at.insert(g.checkpoint_at.end(),
+                           g.prefill_cuts.end() - std::min(turns, kTurnCheckpoints),
+                           g.prefill_cuts.end());
+    std::sort(g.checkpoint_at.begin(), g.checkpoint_at.end());
+    g.checkpoint_at.erase(std::unique(g.checkpoint_at.begin(), g.checkpoint_at.end()),
+                          g.checkpoint_at.end());
+  }
+  BankLookup cached;
+  if (bank_) {
+    cached = bank_->Lookup(prompt.tokens, speculate, options_.pre_norm_hidden);
+    if (cached.prefix) g.prefix = &*cached.prefix;
+  }
+  done.cached_tokens = cached.prefix ? cached.prefix->size() : 0;
+  done.cache_miss_reason = bank_ ? cached.miss_reason : "cache_off";
+
+  Event started;
+  started.type = Event::Type::kStarted;
+  started.prompt_tokens = n;
+  started.cached_tokens = done.cached_tokens;
+  started.reasoning_open = prompt.reasoning_open;
+  if (sink) sink(started);
+
+  TextStream stream(tokenizer_.get(), request.stop);
+  Event text;
+  text.type = Event::Type::kText;
+  bool first = true;
+  auto on_token = [&](int32_t token) {
+    if (first) {
+      done.ttft_seconds = clock.Seconds();
+      first = false;
+    }
+    text.tokens.push_back(token);
+    text.text = stream.Push(token);
+    if (!text.text.empty()) {
+      if (sink) sink(text);
+      text.tokens.clear();
+    }
+    return !stream.stopped();
+  };
+  GenerateResult result;
+  if (done.effective_max_tokens == 0) {
+    result.finish_reason = "length";
+  } else if (speculate) {
+    SpeculativeOptions spec;
+    spec.depth = depth_;
+    spec.pre_norm_hidden = options_.pre_norm_hidden;
+    if (options_.draft_temperature >= 0 || options_.draft_top_p >= 0 || options_.draft_top_k >= 0) {
+      spec.draft_same_as_target = false;
+      spec.draft = g.sampling;
+      if (options_.draft_temperature >= 0) spec.draft.temperature = options_.draft_temperature;
+      if (options_.draft_top_p >= 0) spec.draft.top_p = options_.draft_top_p;
+      if (options_.draft_top_k >= 0) spec.draft.top_k = options_.draft_top_k;
+    }
+    MTPLX_ASSIGN_OR_RETURN(SpeculativeResult run, GenerateSpeculative(*model_, g, spec, on_token));
+    done.depth = depth_;
+    done.speculative = std::move(run.speculative);
+    result = std::move(run.result);
+  } else {
+    MTPLX_ASSIGN_OR_RETURN(result, GeneratePlain(*model_, g, on_token));
+  }
+  text.text = stream.Finish();
+  if (!text.text.empty() && sink) sink(text);
+
+  done.text = stream.text();
+  done.tokens = std::move(result.tokens);
+  done.finish_reason = stream.stopped() ? "stop" : result.finish_reason;
+  done.stop_string = stream.matched_stop();
+  done.stats = result.stats;
+  done.logprobs = std::move(result.logprobs);
+  if (bank_ && result.capture) bank_->Insert(std::move(*result.capture), done.cached_tokens);
+  return done;
+}
+
+MemoryPlan Engine::memory_plan() const {
+  MemoryPlan plan;
+  plan.weight_bytes = model_->weight_bytes();
+  plan.context_window = context_window_;
+  plan.cache_budget_bytes = bank_ ? bank_->budget() : 0;
+  auto per_state = [&](const state::StateLayout& layout, uint64_t& kv, uint64_t& recurrent) {
+    for (bool attention : layout.is_attention) {
+      if (attention)
+        kv += 2 * static_cast<uint64_t>(layout.kv_width) * sizeof(float);
+      else
+        recurrent += static_cast<uint64_t>(layout.conv_history * layout.conv_channels +
+                                           layout.recurrent_size) *
+                     sizeof(float);
+    }
+  };
+  per_state(model_->NewState()->layout(), plan.kv_bytes_per_token, plan.recurrent_bytes);
+  if (model_->has_mtp())
+    per_state(model_->NewMtpState()->layout(), plan.kv_bytes_per_token, plan.recurrent_bytes);
+  plan.state_bytes_at_context =
+      plan.kv_bytes_per_token * static_cast<uint64_t>(context_window_) + plan.recurrent_bytes;
+  return plan;
+}
+
+EngineStatus Engine::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineStatus s;
+  s.queued = static_cast<int64_t>(queue_.size());
+  s.busy = busy_;
+  s.cache_bytes = bank_bytes_;
+  s.cache_entries = bank_entries_;
+  s.requests_done = done_;
+  return s;
+}
+
+}  // namespace mtplx::engine

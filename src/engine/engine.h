@@ -1,0 +1,221 @@
+// The engine: one loaded model (weights, tokenizer, chat template, generation defaults, MTP
+// decision, prefix cache) that runs generation requests one at a time on its own thread. Callers
+// on any thread submit typed requests and receive typed events; the terminal commands and the
+// HTTP server drive the same engine.
+//
+//   MTPLX_ASSIGN_OR_RETURN(auto engine, Engine::Open(options));
+//   Request request = engine->NewRequest();
+//   request.conversation = ...;
+//   MTPLX_ASSIGN_OR_RETURN(Completion done, engine->Run(std::move(request), on_event));
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "chat/chat_template.h"
+#include "chat/conversation.h"
+#include "engine/generator.h"
+#include "engine/session_bank.h"
+#include "engine/speculative.h"
+#include "io/generation_config.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mtplx::engine {
+
+struct EngineOptions {
+  std::string model_dir;
+  model::LoadOptions load;
+  // Speculation: off (--no-mtp), forced past the acceptance check, or at a fixed depth
+  // (0: the pack's default).
+  bool no_mtp = false;
+  bool skip_mtp_check = false;
+  int depth = 0;
+  bool pre_norm_hidden = false;
+  // Draft sampler overrides (negative: the target's value).
+  double draft_temperature = -1, draft_top_p = -1;
+  int draft_top_k = -1;
+  // The longest prompt + completion served (0: the model's max_position_embeddings).
+  int64_t context_window = 0;
+  // Requests waiting beyond the one running; more are refused (Submit: ResourceExhausted).
+  int max_queue = 16;
+  // The prefix cache's byte budget (0: no prefix cache).
+  uint64_t cache_bytes = 0;
+};
+
+// How to turn a request into prompt tokens.
+enum class PromptKind {
+  kChat,    // conversation rendered by the model's chat template
+  kText,    // text continued as it is (special-token text stays plain text)
+  kTokens,  // token ids as given
+};
+
+struct Request {
+  PromptKind kind = PromptKind::kChat;
+  chat::Conversation conversation;
+  chat::RenderOptions render;  // add_generation_prompt is always set for chat requests
+  // Template text appended after the generation prompt: the reply starts with it (a forced tool
+  // call's opening markup). It is part of the prompt, not of the completion's text.
+  std::string assistant_prefix;
+  std::string text;
+  std::vector<int32_t> tokens;
+  bool reasoning_open = false;  // kTokens: the prompt ends inside a <think> block
+
+  sample::SamplingParams sampling;
+  uint64_t seed = 0;
+  int max_tokens = 256;  // clamped to what the context window leaves
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  bool speculate = true;  // false: plain decoding even when the engine speculates
+  // Log-probabilities of each generated token and its `top_logprobs` best alternatives
+  // (-1: none). Requests that ask for them decode plainly.
+  int top_logprobs = -1;
+  // Log-probabilities of the prompt tokens too (each given the tokens before it).
+  bool prompt_logprobs = false;
+  // Set by any thread to stop the request: queued, it never starts; running, it stops at the next
+  // step with finish_reason "cancelled".
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+};
+
+struct Completion {
+  std::string text;  // decoded, special tokens dropped, cut before a matched stop string
+  std::vector<int32_t> tokens;
+  // "stop" (end token or stop string), "length" (max_tokens or the context window), "cancelled"
+  std::string finish_reason;
+  std::string stop_string;  // the stop string that matched, if any
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens restored from the prefix cache
+  std::string cache_miss_reason;
+  int effective_max_tokens = 0;
+  double ttft_seconds = 0.0;  // from the start of the request's work to its first token
+  GenerateStats stats;
+  int depth = 0;  // 0: plain decoding
+  SpeculativeStats speculative;
+  std::vector<TokenLogprob> logprobs;
+  std::vector<TokenLogprob> prompt_logprobs;  // one per prompt token but the first
+};
+
+// What a running request reports, in order: kStarted once, kText any number of times, then
+// kFinished or kFailed. Delivered on the engine thread: keep handlers short.
+struct Event {
+  enum class Type { kStarted, kText, kFinished, kFailed };
+  Type type = Type::kText;
+  // kStarted
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+  bool reasoning_open = false;  // the prompt ends inside a <think> block the template opened
+  // kText
+  std::string text;
+  std::vector<int32_t> tokens;
+  // kFinished
+  const Completion* completion = nullptr;
+  // kFailed
+  Status error;
+};
+using EventSink = std::function<void(const Event&)>;
+
+// Sizes the server prints and checks requests against.
+struct MemoryPlan {
+  uint64_t weight_bytes = 0;
+  uint64_t kv_bytes_per_token = 0;      // every attention layer's keys and values, f32
+  uint64_t recurrent_bytes = 0;         // DeltaNet states of one sequence
+  uint64_t state_bytes_at_context = 0;  // one sequence at the full context window
+  uint64_t cache_budget_bytes = 0;
+  int64_t context_window = 0;
+};
+
+struct EngineStatus {
+  int64_t queued = 0;
+  bool busy = false;
+  uint64_t cache_bytes = 0;
+  size_t cache_entries = 0;
+  int64_t requests_done = 0;
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> Open(const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // A request with the model's default sampler and stop behaviour.
+  Request NewRequest() const;
+
+  // Queues a request; `sink` receives its events on the engine thread. ResourceExhausted when
+  // the queue is full.
+  Status Submit(Request request, EventSink sink);
+  // Submits and waits: the completion, or the error that ended the request.
+  Result<Completion> Run(Request request, const EventSink& sink = nullptr);
+
+  // The prompt tokens a request would run (template rendered, text encoded).
+  Result<std::vector<int32_t>> PromptTokens(const Request& request) const;
+  // Renders and encodes the prompt now (on the caller's thread) and checks it fits the context
+  // window: the request becomes kTokens, so errors reach the caller before it is queued.
+  Status Prepare(Request& request) const;
+  // A chat request's prompt text, as the template renders it (with the assistant prefix).
+  Result<chat::RenderedPrompt> Render(const Request& request) const;
+
+  const model::Model& model() const { return *model_; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const chat::ChatTemplate& chat_template() const { return *template_; }
+  const io::GenerationDefaults& defaults() const { return defaults_; }
+  const EngineOptions& options() const { return options_; }
+  int64_t context_window() const { return context_window_; }
+  // The draft depth when speculating (0: plain decoding), and why speculation is off if it is.
+  int depth() const { return speculate_ ? depth_ : 0; }
+  const std::string& notice() const { return notice_; }
+  // Speculation on or off for later requests (on only works if the head passed its check).
+  void SetSpeculation(bool on) { speculate_ = on && depth_ > 0; }
+  MemoryPlan memory_plan() const;
+  EngineStatus status() const;
+
+ private:
+  struct Job {
+    Request request;
+    EventSink sink;
+  };
+
+  Engine() = default;
+  void ChooseMode();
+  Status CheckPromptFits(int64_t prompt_tokens) const;
+  void Loop();
+  void Process(Job& job);
+  Result<Completion> Generate(Request& request, const EventSink& sink);
+
+  EngineOptions options_;
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  std::unique_ptr<chat::ChatTemplate> template_;
+  io::GenerationDefaults defaults_;
+  std::vector<int32_t> end_ids_;          // the model's end-of-turn tokens
+  std::optional<int32_t> turn_start_id_;  // <|im_start|>: turn boundaries cut the prefill
+  int64_t context_window_ = 0;
+  int depth_ = 0;
+  std::atomic<bool> speculate_{false};
+  std::string notice_;
+  std::unique_ptr<SessionBank> bank_;  // touched only on the engine thread
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Job> queue_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::shared_ptr<std::atomic<bool>> running_cancel_;  // the running request's flag
+  int64_t done_ = 0;
+  uint64_t bank_bytes_ = 0;  // mirrors of the bank's size, for status() from other threads
+  size_t bank_entries_ = 0;
+  std::thread worker_;
+};
+
+}  // namespace mtplx::engine
