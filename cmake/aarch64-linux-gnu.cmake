@@ -10,3 +10,5 @@ set(CMAKE_EXE_LINKER_FLAGS_INIT -static)
 set(MTPLX_STATIC_EXECUTABLES ON CACHE BOOL "Link executables statically")
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
+# Debian ships cpp-httplib as a shared library only: the static ARM build leaves the server out.
+set(MTPLX_BUILD_SERVER OFF CACHE BOOL "Build the HTTP server")

@@ -15,6 +15,7 @@ Runner AddScoreCommand(CLI::App& app);
 Runner AddRunCommand(CLI::App& app);
 Runner AddChatCommand(CLI::App& app);
 Runner AddBenchCommand(CLI::App& app);
+Runner AddServeCommand(CLI::App& app);  // builds with the HTTP server only
 
 // Rejects NaN and infinities (which CLI11's Range lets through): put it on every floating-point
 // flag, before its range check.

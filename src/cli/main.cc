@@ -88,6 +88,9 @@ int main(int argc, char** argv) {
   add(mtplx::cli::AddSynthCommand);
   add(mtplx::cli::AddConvertCommand);
   add(mtplx::cli::AddBenchCommand);
+#ifdef MTPLX_WITH_SERVER
+  add(mtplx::cli::AddServeCommand);
+#endif
   if (argc < 2) {
     std::fprintf(stderr, "%s", app.help().c_str());
     return 1;

@@ -35,6 +35,14 @@ bool EndsInsideThink(const std::string& rendered) {
 
 }  // namespace
 
+EngineOptions::EngineOptions() {
+  // What `run` and `serve` use unless told otherwise (the model library's own default is the
+  // exact f32 reference numerics).
+  load.activations = kernels::Activations::kInt8;
+  load.draft_head_bits = 4;
+  load.draft_vocab = model::kAutoDraftVocab;
+}
+
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;

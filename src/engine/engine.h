@@ -34,6 +34,7 @@
 namespace mtplx::engine {
 
 struct EngineOptions {
+  EngineOptions();  // the product defaults below, and int8 activations with a 4-bit draft head
   std::string model_dir;
   model::LoadOptions load;
   // Speculation: off (--no-mtp), forced past the acceptance check, or at a fixed depth

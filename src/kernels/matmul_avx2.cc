@@ -7,6 +7,7 @@
 #include "kernels/panels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define MTPLX_HAVE_AVX2_KERNELS 1
 #define MTPLX_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -16,10 +17,15 @@ namespace mtplx::kernels::avx2 {
 
 #ifdef MTPLX_HAVE_AVX2_KERNELS
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports has no "f16c".
+bool HasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+
 bool Supported() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c();
 }
 
 namespace {

@@ -68,7 +68,9 @@ TEST(EngineTest, EventsArriveInOrderAndTheTextAddsUp) {
           streamed += e.text;
           streamed_tokens += e.tokens.size();
         }
-        if (e.type == Event::Type::kStarted) EXPECT_GT(e.prompt_tokens, 5);
+        if (e.type == Event::Type::kStarted) {
+          EXPECT_GT(e.prompt_tokens, 5);
+        }
       });
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   ASSERT_GE(types.size(), 3u);
@@ -268,7 +270,9 @@ TEST(TextStreamTest, HoldsBackWhatAStopStringCouldStartAndCutsAtTheMatch) {
     shown += stream.Push(id);
     EXPECT_TRUE(stream.text().rfind(shown, 0) == 0);
     // Never shows text that a stop string could still begin in.
-    if (!stream.stopped()) EXPECT_LE(shown.size() + 2, std::max<size_t>(stream.text().size(), 2));
+    if (!stream.stopped()) {
+      EXPECT_LE(shown.size() + 2, std::max<size_t>(stream.text().size(), 2));
+    }
   }
   shown += stream.Finish();
   EXPECT_TRUE(stream.stopped());

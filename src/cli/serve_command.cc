@@ -1,0 +1,202 @@
+// `mtplx serve`: the OpenAI- and Anthropic-compatible HTTP server on one loaded model.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "base/file.h"
+#include "base/process_stats.h"
+#include "base/strings.h"
+#include "cli/commands.h"
+#include "cli/default_model.h"
+#include "cli/interrupt.h"
+#include "server/server.h"
+
+namespace mtplx::cli {
+namespace {
+
+struct ServeFlags {
+  std::string model_dir;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string model_id;
+  std::string api_key, api_key_file;
+  int64_t context_window = 0;
+  int depth = 0;
+  bool no_mtp = false;
+  double temperature = -1, top_p = -1;
+  int top_k = -1;
+  int64_t max_tokens = 0;
+  int64_t seed = -1;  // -1: a fresh random seed for each request that sets none
+  int threads = 0;
+  int max_queue = 16;
+  double cache_mib = -1;  // -1: automatic
+  double max_body_mib = 32;
+  int read_timeout = 30;
+  std::vector<std::string> cors_origins;
+  bool quiet = false;
+};
+
+// A quarter of the memory available now, at most 2 GiB: room for many agent conversations
+// without crowding out the weights or the system.
+uint64_t AutomaticCacheBytes() {
+  const uint64_t available = AvailableMemoryBytes();
+  const uint64_t cap = uint64_t{2} << 30;
+  return available == 0 ? cap / 4 : std::min(cap, available / 4);
+}
+
+Result<std::string> ReadApiKey(const ServeFlags& f) {
+  if (f.api_key_file.empty()) return f.api_key;
+  MTPLX_ASSIGN_OR_RETURN(std::string key, ReadTextFile(f.api_key_file));
+  while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' '))
+    key.pop_back();
+  if (key.empty()) return InvalidArgument(f.api_key_file + ": the API key file is empty");
+  return key;
+}
+
+std::string FolderName(const std::string& dir) {
+  std::string name = dir;
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  const size_t slash = name.rfind('/');
+  return slash == std::string::npos ? name : name.substr(slash + 1);
+}
+
+void PrintBanner(const engine::Engine& engine, const server::ServerOptions& o, int port) {
+  const std::string base = StrFormat("http://%s:%d", o.host.c_str(), port);
+  const engine::MemoryPlan plan = engine.memory_plan();
+  std::printf("mtplx is ready.\n");
+  std::printf("  OpenAI API base URL:    %s/v1\n", base.c_str());
+  std::printf("  Anthropic API base URL: %s\n", base.c_str());
+  std::printf("  Model: %s (%s)\n", o.defaults.model_id.c_str(), engine.model().dir().c_str());
+  std::printf(
+      "  Memory: weights %s, state %s per sequence at %lld tokens (%s a token), prefix cache up "
+      "to %s, context window %lld\n",
+      HumanBytes(plan.weight_bytes).c_str(), HumanBytes(plan.state_bytes_at_context).c_str(),
+      static_cast<long long>(plan.context_window), HumanBytes(plan.kv_bytes_per_token).c_str(),
+      HumanBytes(plan.cache_budget_bytes).c_str(), static_cast<long long>(plan.context_window));
+  if (engine.depth() > 0)
+    std::printf("  MTP: on, depth %d\n", engine.depth());
+  else
+    std::printf("  MTP: off%s%s\n", engine.notice().empty() ? "" : " (",
+                engine.notice().empty() ? "" : (engine.notice() + ")").c_str());
+  std::printf("  API key: %s\n", o.api_keys.empty() ? "not required (loopback only)"
+                                                    : "required (Bearer or x-api-key)");
+  std::printf("  Health: %s/health\n", base.c_str());
+  std::printf("Press Ctrl-C to stop.\n");
+  std::fflush(stdout);
+}
+
+int RunServe(const ServeFlags& f) {
+  engine::EngineOptions options;
+  options.model_dir = f.model_dir;
+  if (options.model_dir.empty()) {
+    auto dir = DefaultModelDir();
+    if (!dir.ok()) return ReportError(dir.status().message());
+    options.model_dir = *dir;
+  }
+  auto key = ReadApiKey(f);
+  if (!key.ok()) return ReportError(key.status().message());
+  server::ServerOptions s;
+  s.host = f.host;
+  s.port = f.port;
+  if (!key->empty()) s.api_keys.push_back(*key);
+  s.cors_origins = f.cors_origins;
+  s.max_body_bytes = static_cast<size_t>(f.max_body_mib * 1024 * 1024);
+  s.read_timeout_seconds = f.read_timeout;
+  if (!server::IsLoopbackHost(s.host) && s.api_keys.empty())
+    return ReportError("refusing to listen on " + s.host +
+                       " without an API key; pass --api-key or --api-key-file, or bind "
+                       "127.0.0.1");
+  options.load.threads = f.threads;
+  options.load.show_progress = !f.quiet;
+  options.no_mtp = f.no_mtp;
+  options.depth = f.depth;
+  options.context_window = f.context_window;
+  options.max_queue = f.max_queue;
+  options.cache_bytes =
+      f.cache_mib < 0 ? AutomaticCacheBytes() : static_cast<uint64_t>(f.cache_mib * 1024 * 1024);
+  auto engine = engine::Engine::Open(options);
+  if (!engine.ok()) return ReportError(engine.status().message());
+  s.defaults.model_id = f.model_id.empty() ? FolderName(options.model_dir) : f.model_id;
+  if (f.temperature >= 0) s.defaults.temperature = f.temperature;
+  if (f.top_p >= 0) s.defaults.top_p = f.top_p;
+  if (f.top_k >= 0) s.defaults.top_k = f.top_k;
+  s.defaults.max_tokens_cap = f.max_tokens;
+  if (f.seed >= 0) s.defaults.seed = f.seed;
+  api::DetectTemplateTraits(**engine, s.defaults);
+
+  server::Server server(**engine, s);
+  if (Status bound = server.Bind(); !bound.ok()) return ReportError(bound.message());
+  PrintBanner(**engine, s, server.port());
+  // Ctrl-C / SIGTERM raise a flag; a watcher thread stops the server (not signal-safe itself).
+  InstallInterruptHandlers();
+  std::thread watcher([&server] {
+    while (!Interrupted()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    server.Stop();
+  });
+  const Status ran = server.Run();
+  if (!Interrupted()) InterruptFlag()->store(true);  // stopped on its own: release the watcher
+  watcher.join();
+  std::fprintf(stderr, "[mtplx] server stopped\n");
+  if (!ran.ok()) return ReportError(ran.message());
+  return 0;
+}
+
+}  // namespace
+
+Runner AddServeCommand(CLI::App& app) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* cmd =
+      app.add_subcommand("serve", "Serve the OpenAI and Anthropic APIs for coding agents");
+  cmd->add_option("--model", f->model_dir, "Model folder (default: the bundled model)");
+  cmd->add_option("--host", f->host, "Address to listen on (default 127.0.0.1)");
+  cmd->add_option("--port", f->port, "Port (default 8000; 0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--model-id", f->model_id,
+                  "Model id /v1/models lists (default: the model folder's name); any name a "
+                  "client sends is served by this model");
+  auto* key = cmd->add_option("--api-key", f->api_key, "Key clients must send");
+  cmd->add_option("--api-key-file", f->api_key_file, "Read the key from this file")->excludes(key);
+  cmd->add_option("--context-window", f->context_window,
+                  "Longest prompt + reply served (default: the model's)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 24));
+  auto* depth = cmd->add_option("--depth", f->depth, "MTP draft depth (1-4; default: the pack's)")
+                    ->check(CLI::Range(1, 4));
+  cmd->add_flag("--no-mtp", f->no_mtp, "Plain decoding")->excludes(depth);
+  cmd->add_option("--default-temperature", f->temperature,
+                  "Temperature when a request sets none (default: the pack's)")
+      ->check(FiniteNumber())
+      ->check(CLI::Range(0.0, 2.0));
+  cmd->add_option("--default-top-p", f->top_p, "Top-p when a request sets none")
+      ->check(FiniteNumber())
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--default-top-k", f->top_k, "Top-k when a request sets none")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-tokens", f->max_tokens, "Most tokens any reply may have (0: no cap)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", f->seed,
+                  "Sampling seed of requests that set none (default: a fresh random one each)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)");
+  cmd->add_option("--max-queue", f->max_queue,
+                  "Requests that may wait while one runs; more get HTTP 503 (default 16)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--cache-mib", f->cache_mib,
+                  "Prefix cache budget in MiB (default: a quarter of free memory, at most 2 "
+                  "GiB; 0 = off)")
+      ->check(FiniteNumber())
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--max-body-mib", f->max_body_mib, "Largest request body in MiB (default 32)")
+      ->check(FiniteNumber())
+      ->check(CLI::Range(0.01, 4096.0));
+  cmd->add_option("--read-timeout", f->read_timeout,
+                  "Seconds a client may stay silent while sending a request (default 30)")
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("--cors-origin", f->cors_origins,
+                  "Allow browsers from this origin (repeatable; * = any); default: none");
+  cmd->add_flag("--quiet", f->quiet, "No progress bar");
+  return [f] { return RunServe(*f); };
+}
+
+}  // namespace mtplx::cli

@@ -1,0 +1,65 @@
+"""The real Claude Code CLI (bundled in the PyPI `claude-agent-sdk`) pointed at `mtplx serve`
+with ANTHROPIC_BASE_URL completes a one-turn session: `claude -p "Say hello"` streams an answer
+and exits 0.
+
+Usage: python claude_code_test.py PATH/TO/mtplx   (in the `sdk` environment)
+"""
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import claude_agent_sdk
+
+from harness import Server, check, mtplx_binary, run_scenarios
+
+
+def claude_binary() -> str:
+    path = pathlib.Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    check(path.exists(), f"no bundled Claude Code CLI at {path}")
+    return str(path)
+
+
+def one_turn_session(server):
+    workdir = tempfile.mkdtemp(prefix="mtplx-claude-")
+    env = {
+        **os.environ,
+        "ANTHROPIC_BASE_URL": server.base,
+        "ANTHROPIC_API_KEY": "sk-local",
+        "HOME": workdir,  # a fresh profile: no settings or credentials of the machine's user
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+    # A short system prompt and no tools: the bundled 10 M model then answers in a paragraph and
+    # ends its turn (with Claude Code's own 15,000-token prompt it writes Python until the token
+    # limit, which Claude Code reports as an error). The full request is replayed, tools and all,
+    # by anthropic_sdk_test.py.
+    result = subprocess.run([claude_binary(), "-p", "Say hello", "--model", "qwen-local",
+                             "--system-prompt", "You are a helpful assistant.", "--tools", ""],
+                            cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
+    print(f"  claude exited {result.returncode}; answer: {result.stdout.strip()[:120]!r}")
+    check(result.returncode == 0, f"exit {result.returncode}\n{result.stderr[-3000:]}")
+    check(result.stdout.strip(), "no answer on stdout:\n" + result.stderr[-3000:])
+    logs = server.logs()
+    check("POST /v1/messages" in logs, "the server saw no Messages request:\n" + logs[-3000:])
+
+
+def main():
+    mtplx = mtplx_binary()
+    # A fixed server seed makes the reply reproducible; a few seeds are tried in case a reply of
+    # this small model runs into the token cap instead of ending.
+    code = 1
+    for seed in ("0", "1", "2"):
+        with Server(mtplx, "--max-tokens", "512", "--seed", seed) as server:
+            code = run_scenarios([one_turn_session], server)
+            check(server.alive(), "the server died:\n" + server.logs())
+            if code == 0:
+                break
+            print(server.logs()[-4000:])
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
