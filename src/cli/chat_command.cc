@@ -1,117 +1,45 @@
-// `mtplx chat`: an interactive terminal chat with streaming replies and conversation history.
-// Commands: /stats, /reset, /mtp on|off, /exit.
-#include <unistd.h>
-
+// `mtplx chat`: an interactive terminal chat with streaming replies and conversation history, on
+// a model loaded in this process. Commands: /stats, /reset, /mtp on|off, /exit.
 #include <cstdio>
-#include <iostream>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "base/strings.h"
+#include "cli/chat_loop.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "cli/session.h"
-#include "tokenizer/utf8.h"
 
 namespace mtplx::cli {
 namespace {
 
-class ChatLoop {
+class LocalBackend : public ChatBackend {
  public:
-  ChatLoop(Session& session, const GenerationFlags& flags)
-      : session_(session), flags_(flags), interactive_(isatty(STDIN_FILENO) != 0) {
-    Reset();
-  }
+  explicit LocalBackend(Session& session) : session_(session) {}
 
-  int Run() {
-    std::printf("mtplx chat: %s. Commands: /stats /reset /mtp on|off /exit\n", ModeText().c_str());
-    std::string line;
-    while (true) {
-      if (interactive_) std::printf("\n> ");
-      std::fflush(stdout);
-      SetExitOnInterrupt(true);  // nothing is in flight while waiting for a line
-      const bool got_line = static_cast<bool>(std::getline(std::cin, line));
-      SetExitOnInterrupt(false);
-      if (!got_line) break;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      if (!tokenizer::IsValidUtf8(line)) {
-        std::printf("(that line is not valid UTF-8 text; not sent)\n");
-        continue;
-      }
-      if (line[0] == '/') {
-        if (!Command(line)) break;
-        continue;
-      }
-      if (!Answer(line)) return 1;
-    }
-    std::printf("\n");
-    return 0;
-  }
-
- private:
-  std::string ModeText() const {
+  std::string ModeText() const override {
     return session_.speculating() ? StrCat("MTP speculation, depth ", session_.depth())
                                   : std::string("plain decoding");
   }
 
-  void Reset() {
-    conversation_ = chat::Conversation();
-    if (!flags_.system.empty())
-      conversation_.messages.push_back(TextMessage("system", flags_.system));
+  std::string SetSpeculation(bool on) override {
+    session_.SetSpeculation(on);
+    return on && !session_.speculating() ? session_.notice() : "";
   }
 
-  // Returns false to leave the chat.
-  bool Command(const std::string& line) {
-    if (line == "/exit" || line == "/quit") return false;
-    if (line == "/reset") {
-      Reset();
-      std::printf("(conversation cleared)\n");
-    } else if (line == "/stats") {
-      if (!last_) {
-        std::printf("(no reply yet)\n");
-      } else {
-        std::printf("%s\n%s\n", StatsLine(*last_).c_str(),
-                    TurnStatsJson(*last_, session_.model()).dump().c_str());
-      }
-    } else if (line == "/mtp on" || line == "/mtp off") {
-      session_.SetSpeculation(line == "/mtp on");
-      if (line == "/mtp on" && !session_.speculating())
-        std::printf("(speculation unavailable: %s)\n", session_.notice().c_str());
-      std::printf("(%s)\n", ModeText().c_str());
-    } else {
-      std::printf("(unknown command; try /stats /reset /mtp on|off /exit)\n");
-    }
-    return true;
+  Result<ChatTurn> Reply(const chat::Conversation& conversation,
+                         const std::function<void(std::string_view)>& on_text) override {
+    MTPLX_ASSIGN_OR_RETURN(Turn turn, session_.Reply(conversation, on_text));
+    ChatTurn out;
+    out.text = turn.text;
+    out.finish_reason = turn.finish_reason;
+    out.stats_line = StatsLine(turn);
+    out.stats = TurnStatsJson(turn, session_.model());
+    return out;
   }
 
-  bool Answer(const std::string& text) {
-    ClearInterrupt();
-    conversation_.messages.push_back(TextMessage("user", text));
-    auto turn = session_.Reply(conversation_, [](std::string_view piece) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    });
-    if (!turn.ok()) {
-      conversation_.messages.pop_back();
-      std::fprintf(stderr, "\n[mtplx] error: %s\n", turn.status().message().c_str());
-      return interactive_;  // keep chatting after a bad turn when a person is typing
-    }
-    std::printf("\n");
-    if (turn->finish_reason == "interrupted") std::printf("(interrupted)\n");
-    std::fflush(stdout);
-    if (!flags_.quiet) std::fprintf(stderr, "%s\n", StatsLine(*turn).c_str());
-    // The partial reply stays in the history: it is what the user saw.
-    conversation_.messages.push_back(TextMessage("assistant", turn->text));
-    last_ = std::move(turn).value();
-    return true;
-  }
-
+ private:
   Session& session_;
-  const GenerationFlags& flags_;
-  bool interactive_;
-  chat::Conversation conversation_;
-  std::optional<Turn> last_;
 };
 
 }  // namespace
@@ -125,10 +53,9 @@ Runner AddChatCommand(CLI::App& app) {
     if (!session.ok()) return ReportError(session.status().message());
     if (!(*session)->notice().empty() && !flags->quiet)
       std::fprintf(stderr, "[mtplx] %s\n", (*session)->notice().c_str());
-    InstallInterruptHandlers();
     (*session)->SetInterruptFlag(InterruptFlag());
-    ChatLoop loop(**session, *flags);
-    return loop.Run();
+    LocalBackend backend(**session);
+    return RunChatLoop(backend, flags->system, flags->quiet);
   };
 }
 

@@ -15,7 +15,11 @@ Runner AddScoreCommand(CLI::App& app);
 Runner AddRunCommand(CLI::App& app);
 Runner AddChatCommand(CLI::App& app);
 Runner AddBenchCommand(CLI::App& app);
-Runner AddServeCommand(CLI::App& app);  // builds with the HTTP server only
+Runner AddTokenizeCommand(CLI::App& app);
+// These build with the HTTP server only.
+Runner AddServeCommand(CLI::App& app);
+Runner AddStartCommand(CLI::App& app);
+Runner AddConnectCommand(CLI::App& app);
 
 // Rejects NaN and infinities (which CLI11's Range lets through): put it on every floating-point
 // flag, before its range check.

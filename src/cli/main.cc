@@ -88,8 +88,11 @@ int main(int argc, char** argv) {
   add(mtplx::cli::AddSynthCommand);
   add(mtplx::cli::AddConvertCommand);
   add(mtplx::cli::AddBenchCommand);
+  add(mtplx::cli::AddTokenizeCommand);
 #ifdef MTPLX_WITH_SERVER
   add(mtplx::cli::AddServeCommand);
+  add(mtplx::cli::AddStartCommand);
+  add(mtplx::cli::AddConnectCommand);
 #endif
   if (argc < 2) {
     std::fprintf(stderr, "%s", app.help().c_str());

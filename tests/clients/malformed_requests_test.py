@@ -217,6 +217,64 @@ def wrong_methods_and_paths(server):
     return count
 
 
+def open_request(server, path, body):
+    """Sends a request on a raw socket and returns the socket, unread."""
+    data = json.dumps(body).encode()
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    return s
+
+
+def wait_for(predicate, seconds, what):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(what)
+
+
+def disconnects_cancel_and_a_full_queue_answers_503(mtplx):
+    """A client that goes away stops its generation (running or queued); with the queue full,
+    a request gets 503 with Retry-After in its API's shape."""
+    long_reply = {"messages": USER, "max_tokens": 30000, "ignore_eos": True}
+    with Server(mtplx, "--max-queue", "1") as server:
+        running = open_request(server, CHAT, {**long_reply, "stream": True})
+        running.settimeout(60)
+        received = b""
+        while b"data: {" not in received:
+            chunk = running.recv(65536)
+            check(chunk, f"the streamed reply did not start: {received[:300]!r}")
+            received += chunk
+        queued = open_request(server, MESSAGES, {**long_reply, "stream": False})
+        wait_for(lambda: server.health()["queue"]["waiting"] == 1, 30, "the request was not queued")
+        for path, body in ((CHAT, GOOD[CHAT]), (MESSAGES, GOOD[MESSAGES])):
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            conn.request("POST", path, body=json.dumps(body).encode())
+            response = conn.getresponse()
+            data = response.read()
+            check(response.status == 503 and response.getheader("Retry-After") == "1",
+                  f"{path}: {response.status} {response.getheaders()}")
+            expect_error_shape_5xx(path, data)
+        running.close()
+        queued.close()
+        # Both stop: the running one at its next step, the queued one before it starts.
+        wait_for(lambda: server.health()["queue"] == {"busy": False, "done": 2, "waiting": 0}, 30,
+                 f"the requests of departed clients kept running: {server.health()['queue']}")
+        check("completion=30000" not in server.logs(), "a departed client's reply ran to the end")
+        status, _ = post(server, CHAT, json.dumps(GOOD[CHAT]).encode())
+        check(status == 200, f"after the disconnects: {status}")
+
+
+def expect_error_shape_5xx(path, body):
+    parsed = json.loads(body)
+    if anthropic_path(path):
+        check(parsed["type"] == "error" and parsed["error"]["type"] == "overloaded_error", parsed)
+    else:
+        check(parsed["error"]["code"] == "overloaded" and parsed["error"]["message"], parsed)
+
+
 def bad_keys(mtplx):
     count = 0
     with Server(mtplx, "--api-key", "secret-key") as server:
@@ -276,6 +334,11 @@ def main():
         total += bad_keys(mtplx)
     except Exception as e:  # noqa: BLE001
         failures.append(f"bad_keys: {e}")
+    try:
+        disconnects_cancel_and_a_full_queue_answers_503(mtplx)
+        total += 2
+    except Exception as e:  # noqa: BLE001
+        failures.append(f"disconnects_cancel_and_a_full_queue_answers_503: {e}")
     for f in failures:
         print("FAIL", f)
     print(f"{total} malformed requests, {len(failures)} failures")

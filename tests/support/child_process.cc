@@ -26,8 +26,14 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
                            const std::vector<std::string>& extra_env) {
   int in[2], out[2], err[2];
   if (pipe(in) != 0 || pipe(out) != 0 || pipe(err) != 0) return;
+  // The extra entries replace variables of the same name.
+  auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
   std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  for (char** e = environ; *e; ++e) {
+    bool replaced = false;
+    for (const auto& extra : extra_env) replaced = replaced || name_of(extra) == name_of(*e);
+    if (!replaced) env.emplace_back(*e);
+  }
   env.insert(env.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> args, envp;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

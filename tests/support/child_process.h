@@ -12,7 +12,7 @@ namespace mtplx::testing {
 class ChildProcess {
  public:
   // Starts `argv[0]` with `argv` (no shell). `extra_env` entries ("NAME=value") are added to the
-  // environment.
+  // environment, replacing variables of the same name.
   ChildProcess(const std::vector<std::string>& argv,
                const std::vector<std::string>& extra_env = {});
   ~ChildProcess();  // kills the child if it still runs
