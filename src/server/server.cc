@@ -216,7 +216,7 @@ Status Server::Bind() {
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_read_timeout(options_.read_timeout_seconds, 0);
   http_->set_write_timeout(options_.read_timeout_seconds, 0);
-  http_->set_keep_alive_timeout(std::max(options_.read_timeout_seconds, 5));
+  http_->set_keep_alive_timeout(5);  // an idle keep-alive connection holds a pool thread
   if (options_.port == 0) {
     port_ = http_->bind_to_any_port(options_.host);
     if (port_ <= 0) return Internal(StrCat("cannot bind any port on ", options_.host));
