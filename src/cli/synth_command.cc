@@ -2,13 +2,15 @@
 
 #include "cli/commands.h"
 #include "synth/synth.h"
+#include "synth/widen.h"
 
 namespace mtplx::cli {
 
 Runner AddSynthCommand(CLI::App& app) {
   auto options = std::make_shared<synth::SynthOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("synth", "Write a synthetic checkpoint in the exact real format");
+  auto widen = std::make_shared<synth::WidenOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "synth", "Write a synthetic checkpoint in the exact real format, or widen a trained one");
   cmd->add_option("--preset", options->preset, "dense-tiny | moe-tiny | next-tiny | qwen35-9b")
       ->check(CLI::IsMember({"dense-tiny", "moe-tiny", "next-tiny", "qwen35-9b"}));
   cmd->add_option("--out", options->out_dir, "Output folder")->required();
@@ -20,7 +22,28 @@ Runner AddSynthCommand(CLI::App& app) {
   cmd->add_flag("--fused-mtp-experts", options->fused_mtp_experts,
                 "MoE: store MTP experts fused like the trunk (Qwen3.6 layout)");
   cmd->add_flag("!--no-progress", options->progress, "Hide the progress bar");
-  return [options] {
+  auto* from = cmd->add_option("--from", widen->from_dir,
+                               "Widen this trained checkpoint instead (with --widen; the tensor "
+                               "names keep its layout, --bits 0 = dense bf16)");
+  cmd->add_option("--widen", widen->factor,
+                  "Replicate every unit K times, computing the same function (K: 2, 4, 8, ...)")
+      ->needs(from);
+  return [options, widen] {
+    if (!widen->from_dir.empty()) {
+      widen->out_dir = options->out_dir;
+      widen->bits = options->bits;
+      widen->group_size = options->group_size;
+      widen->threads = options->threads;
+      widen->progress = options->progress;
+      const Status status = synth::WriteWidenedCheckpoint(*widen);
+      if (!status.ok()) return ReportError(status.message());
+      std::fprintf(
+          stderr, "[mtplx] wrote %s widened x%d (%s) to %s\n", widen->from_dir.c_str(),
+          widen->factor,
+          widen->bits ? ("affine " + std::to_string(widen->bits) + "-bit").c_str() : "bf16",
+          widen->out_dir.c_str());
+      return 0;
+    }
     const Status status = synth::WriteSyntheticCheckpoint(*options);
     if (!status.ok()) return ReportError(status.message());
     std::fprintf(stderr, "[mtplx] wrote %s (%s, %s%s) to %s\n", options->preset.c_str(),

@@ -81,6 +81,12 @@ Status WriteRows(io::SafetensorsWriter& w, const StoredTensor& t, const TensorSo
     packed.assign(n * words, 0);
     pool.ParallelFor(n, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
+        if (t.bits && source.quantized_row) {
+          source.quantized_row(r0 + i, packed.data() + i * words,
+                               scales.data() + (r0 + i) * groups * scale_size,
+                               biases.data() + (r0 + i) * groups * scale_size);
+          continue;
+        }
         float* row = values.data() + i * cols;
         source.row(r0 + i, row);
         if (t.bits)

@@ -41,6 +41,10 @@ struct StoredTensor {
 struct TensorSource {
   std::function<void(int64_t row, float* out)> row;
   const void* raw = nullptr;
+  // For a quantized tensor whose codes already exist (a transform of another quantized tensor):
+  // writes row r's packed codes (zeroed before the call) and its scales and biases in the
+  // tensor's dtype, instead of quantizing `row`'s floats.
+  std::function<void(int64_t row, uint32_t* packed, void* scales, void* biases)> quantized_row;
 };
 
 struct TensorJob {
