@@ -20,5 +20,5 @@ function(mtplx_test area name)
   endif()
   gtest_discover_tests(${target} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                        DISCOVERY_TIMEOUT 60
-                       ENVIRONMENT "MTPLX_SOURCE_DIR=${PROJECT_SOURCE_DIR};MTPLX_BINARY_DIR=${PROJECT_BINARY_DIR}")
+                       ENVIRONMENT "MTPLX_SOURCE_DIR=${PROJECT_SOURCE_DIR};MTPLX_BINARY_DIR=${PROJECT_BINARY_DIR};MTPLX_HOME=${PROJECT_BINARY_DIR}/test-home")
 endfunction()

@@ -45,3 +45,23 @@ uint64_t AvailableMemoryBytes() {
 }
 
 }  // namespace mtplx
+
+namespace mtplx {
+
+std::string CpuModelName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    if (key != "model name" && key != "Model" && key != "Hardware") continue;
+    std::string value = line.substr(colon + 1);
+    const size_t start = value.find_first_not_of(" \t");
+    if (start != std::string::npos) return value.substr(start);
+  }
+  return "unknown";
+}
+
+}  // namespace mtplx

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace mtplx {
 
@@ -15,5 +16,9 @@ ProcessStats ReadProcessStats();
 
 // MemAvailable from /proc/meminfo: what can be allocated without swapping; 0 when unknown.
 uint64_t AvailableMemoryBytes();
+
+// The CPU's model name from /proc/cpuinfo ("AMD EPYC 9R14 96-Core Processor"), or the machine
+// type when there is none (ARM), or "unknown".
+std::string CpuModelName();
 
 }  // namespace mtplx

@@ -51,6 +51,8 @@ Runner AddChatCommand(CLI::App& app) {
   return [flags] {
     auto session = Session::Open(*flags, !flags->quiet);
     if (!session.ok()) return ReportError(session.status().message());
+    if (!(*session)->tuned_notice().empty() && !flags->quiet)
+      std::fprintf(stderr, "[mtplx] %s\n", (*session)->tuned_notice().c_str());
     if (!(*session)->notice().empty() && !flags->quiet)
       std::fprintf(stderr, "[mtplx] %s\n", (*session)->notice().c_str());
     (*session)->SetInterruptFlag(InterruptFlag());

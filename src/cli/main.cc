@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   add(mtplx::cli::AddSynthCommand);
   add(mtplx::cli::AddConvertCommand);
   add(mtplx::cli::AddBenchCommand);
+  add(mtplx::cli::AddTuneCommand);
   add(mtplx::cli::AddTokenizeCommand);
 #ifdef MTPLX_WITH_SERVER
   add(mtplx::cli::AddServeCommand);

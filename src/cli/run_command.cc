@@ -34,6 +34,8 @@ int RunGenerate(RunOptions o) {
   Session& s = **session;
   InstallInterruptHandlers();
   s.SetInterruptFlag(InterruptFlag());
+  if (!s.tuned_notice().empty() && chatty)
+    std::fprintf(stderr, "[mtplx] %s\n", s.tuned_notice().c_str());
   if (!s.notice().empty() && chatty) std::fprintf(stderr, "[mtplx] %s\n", s.notice().c_str());
 
   chat::Conversation conversation;

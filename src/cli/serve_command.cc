@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/interrupt.h"
+#include "cli/tuning.h"
 #include "server/server.h"
 
 namespace mtplx::cli {
@@ -116,6 +117,8 @@ int RunServe(const ServeFlags& f) {
   options.max_queue = f.max_queue;
   options.cache_bytes =
       f.cache_mib < 0 ? AutomaticCacheBytes() : static_cast<uint64_t>(f.cache_mib * 1024 * 1024);
+  const std::string tuned = ApplyTunedDepth(options);
+  if (!tuned.empty() && !f.quiet) std::fprintf(stderr, "[mtplx] %s\n", tuned.c_str());
   auto engine = engine::Engine::Open(options);
   if (!engine.ok()) return ReportError(engine.status().message());
   s.defaults.model_id = f.model_id.empty() ? FolderName(options.model_dir) : f.model_id;

@@ -7,6 +7,7 @@
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
+#include "cli/tuning.h"
 
 namespace mtplx::cli {
 
@@ -90,6 +91,7 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   options.draft_temperature = flags.draft_temperature;
   options.draft_top_p = flags.draft_top_p;
   options.draft_top_k = flags.draft_top_k;
+  s->tuned_notice_ = ApplyTunedDepth(options);
   MTPLX_ASSIGN_OR_RETURN(s->engine_, engine::Engine::Open(options));
   return s;
 }

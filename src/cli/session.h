@@ -77,6 +77,8 @@ class Session {
   int depth() const { return engine_->depth(); }
   // Why speculation is off, when it is (empty otherwise).
   const std::string& notice() const { return engine_->notice(); }
+  // "tuned: MTP depth 2 (...)" when `mtplx tune`'s stored depth was applied.
+  const std::string& tuned_notice() const { return tuned_notice_; }
   const model::Model& model() const { return engine_->model(); }
   // Raised by a signal handler to stop the reply in progress: the turn ends with the text so far
   // and finish_reason "interrupted".
@@ -90,6 +92,7 @@ class Session {
   GenerationFlags flags_;
   std::unique_ptr<engine::Engine> engine_;
   int turns_ = 0;
+  std::string tuned_notice_;
   std::shared_ptr<std::atomic<bool>> interrupt_;
 };
 

@@ -52,8 +52,12 @@ std::string MakeTempDir(const std::string& prefix) {
 std::string TrainedModelDir() { return SourceDir() + "/models/default"; }
 
 CommandOutcome RunMtplx(const std::string& args, bool merge_stderr) {
-  const std::string command =
-      BinaryDir() + "/bin/mtplx " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  return RunMtplxWithEnv("", args, merge_stderr);
+}
+
+CommandOutcome RunMtplxWithEnv(const std::string& env, const std::string& args, bool merge_stderr) {
+  const std::string command = (env.empty() ? "" : env + " ") + BinaryDir() + "/bin/mtplx " + args +
+                              (merge_stderr ? " 2>&1" : " 2>/dev/null");
   CommandOutcome outcome;
   std::FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return outcome;

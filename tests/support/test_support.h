@@ -24,5 +24,8 @@ struct CommandOutcome {
 
 // Runs `<build>/bin/mtplx ARGS` through the shell (ARGS is shell-quoted by the caller).
 CommandOutcome RunMtplx(const std::string& args, bool merge_stderr = true);
+// The same with environment assignments first ("MTPLX_HOME=/tmp/x").
+CommandOutcome RunMtplxWithEnv(const std::string& env, const std::string& args,
+                               bool merge_stderr = true);
 
 }  // namespace mtplx::testing

@@ -1,0 +1,154 @@
+// `mtplx tune`: measures plain decoding against each draft depth on this machine and stores the
+// winner in ~/.mtplx/tuning.json, where run, chat, serve and start find it.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/progress.h"
+#include "base/strings.h"
+#include "cli/commands.h"
+#include "cli/default_model.h"
+#include "cli/tuning.h"
+#include "engine/tune.h"
+#include "pack/runtime_manifest.h"
+
+namespace mtplx::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+struct TuneFlags {
+  std::string model_dir;
+  std::string depths = "1,2,3";
+  int max_tokens = 512;
+  int threads = 0;
+  bool retune = false;
+  bool json = false;
+  bool quiet = false;
+};
+
+Result<std::vector<int>> ParseDepths(const std::string& text) {
+  std::vector<int> depths;
+  for (const std::string& part : StrSplit(text, ',')) {
+    char* end = nullptr;
+    const long d = std::strtol(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || d < 1 || d > pack::kMaxMtpDepth)
+      return InvalidArgument(
+          StrCat("--depths: '", part, "' is not a depth in 1..", pack::kMaxMtpDepth));
+    depths.push_back(static_cast<int>(d));
+  }
+  return depths;
+}
+
+io::TuningRecord ToRecord(const engine::TuneReport& report, int max_tokens) {
+  io::TuningRecord record;
+  record.best_depth = report.best_depth;
+  record.verdict = report.verdict;
+  record.max_tokens = max_tokens;
+  record.measured_at = pack::UtcTimestamp();
+  for (const engine::TuneMeasurement& m : report.results)
+    record.results.push_back({m.depth, m.tok_s, m.deepest_acceptance()});
+  return record;
+}
+
+Json RecordJson(const io::TuningRecord& r, const io::TuningKey& key, bool stored_before) {
+  Json results = Json::array();
+  for (const io::TuningResult& x : r.results)
+    results.push_back({{"depth", x.depth}, {"tok_s", x.tok_s}, {"acceptance", x.acceptance}});
+  return {{"verdict", r.verdict},       {"best_depth", r.best_depth},
+          {"results", results},         {"measured_at", r.measured_at},
+          {"key", key.ToString()},      {"store", io::TuningStorePath()},
+          {"from_store", stored_before}};
+}
+
+void PrintTable(const engine::TuneReport& report) {
+  const double plain = report.results.front().tok_s;
+  std::printf("        tok/s     x AR   acceptance by depth   tokens/cycle\n");
+  for (const engine::TuneMeasurement& m : report.results) {
+    std::string acceptance;
+    for (double a : m.acceptance_by_depth)
+      acceptance += StrFormat("%s%.2f", acceptance.empty() ? "" : " ", a);
+    std::printf("  %-4s %8.2f  %6.2fx   %-20s  %s\n",
+                m.depth == 0 ? "AR" : StrCat("D", m.depth).c_str(), m.tok_s,
+                plain > 0 ? m.tok_s / plain : 0.0, acceptance.c_str(),
+                m.depth ? StrFormat("%.2f", m.tokens_per_cycle).c_str() : "");
+  }
+}
+
+int RunTune(TuneFlags f) {
+  auto depths = ParseDepths(f.depths);
+  if (!depths.ok()) return ReportError(depths.status().message());
+  if (f.model_dir.empty()) {
+    auto dir = DefaultModelDir();
+    if (!dir.ok()) return ReportError(dir.status().message());
+    f.model_dir = *dir;
+  }
+  auto key = TuningKeyFor(f.model_dir, f.threads);
+  if (!key.ok()) return ReportError(key.status().message());
+  const std::string store = io::TuningStorePath();
+  if (!f.retune) {
+    if (auto stored = io::LoadTuning(store, *key)) {
+      if (f.json) {
+        std::printf("%s\n", RecordJson(*stored, *key, true).dump(2).c_str());
+      } else {
+        std::printf("Already tuned on this machine (%s): %s\n", stored->measured_at.c_str(),
+                    stored->verdict.c_str());
+        std::printf("mtplx tune --retune measures again.\n");
+      }
+      return 0;
+    }
+  }
+  engine::EngineOptions options;
+  options.model_dir = f.model_dir;
+  options.load.threads = f.threads;
+  options.load.show_progress = !f.quiet && !f.json;
+  options.skip_mtp_check = true;  // tune measures the head itself: a broken one collapses
+  auto engine = engine::Engine::Open(options);
+  if (!engine.ok()) return ReportError(engine.status().message());
+  engine::TuneOptions tune;
+  tune.depths = *depths;
+  tune.max_tokens = f.max_tokens;
+  if (!f.json && !f.quiet)
+    std::printf(
+        "mtplx tune: %s on %s, %d threads; plain decoding and depths %s on %zu coding "
+        "prompts x %d tokens\n",
+        key->model.c_str(), key->cpu.c_str(), key->threads, f.depths.c_str(),
+        engine::TunePrompts().size(), f.max_tokens);
+  const uint64_t runs = engine::TunePrompts().size() * (depths->size() + 1);
+  ProgressBar progress("tuning", runs, "runs", !f.quiet && !f.json);
+  auto report = engine::RunTune(**engine, tune,
+                                [&](int done, int) { progress.Set(static_cast<uint64_t>(done)); });
+  progress.Finish();
+  if (!report.ok()) return ReportError(report.status().message());
+  const io::TuningRecord record = ToRecord(*report, f.max_tokens);
+  if (Status s = io::StoreTuning(store, *key, record); !s.ok()) return ReportError(s.message());
+  if (f.json) {
+    std::printf("%s\n", RecordJson(record, *key, false).dump(2).c_str());
+    return 0;
+  }
+  PrintTable(*report);
+  std::printf("%s\nStored in %s: run, chat, serve and start use it on this machine.\n",
+              report->verdict.c_str(), store.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Runner AddTuneCommand(CLI::App& app) {
+  auto f = std::make_shared<TuneFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "Measure plain decoding against each MTP depth here and keep the fastest");
+  cmd->add_option("--model", f->model_dir, "Model folder (default: the bundled model)");
+  cmd->add_option("--depths", f->depths, "Depths to measure (default 1,2,3)");
+  cmd->add_option("--max-tokens", f->max_tokens, "Tokens per prompt and mode (default 512)")
+      ->check(CLI::Range(16, 65536));
+  cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)");
+  cmd->add_flag("--retune", f->retune, "Measure again even when a result is stored");
+  cmd->add_flag("--json", f->json, "One JSON object: verdict, best_depth, results");
+  cmd->add_flag("--quiet", f->quiet, "No progress bar");
+  return [f] { return RunTune(*f); };
+}
+
+}  // namespace mtplx::cli

@@ -1,0 +1,22 @@
+// Applying `mtplx tune`'s stored result: run, chat, serve and start use the tuned draft depth
+// for this model, CPU and thread count unless --depth or --no-mtp says otherwise.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "engine/engine.h"
+#include "io/tuning_store.h"
+
+namespace mtplx::cli {
+
+// Worker threads as the engine resolves them (0: one per core).
+int ResolvedThreads(int threads);
+
+Result<io::TuningKey> TuningKeyFor(const std::string& model_dir, int threads);
+
+// When options pin no depth and speculation is on: the tuned depth (0: plain decoding) put into
+// `options`, and a line saying so; "" when nothing is stored for this machine.
+std::string ApplyTunedDepth(engine::EngineOptions& options);
+
+}  // namespace mtplx::cli

@@ -1,0 +1,122 @@
+#include "engine/tune.h"
+
+#include <algorithm>
+
+#include "base/strings.h"
+
+namespace mtplx::engine {
+namespace {
+
+constexpr double kNearTie = 0.02;
+constexpr double kCollapsedAcceptance = 0.05;
+
+void Accumulate(TuneMeasurement& m, const GenerateResult& r) {
+  m.tokens += r.stats.completion_tokens;
+  m.seconds += r.stats.decode_seconds;
+}
+
+}  // namespace
+
+const std::vector<std::string>& TunePrompts() {
+  static const std::vector<std::string> prompts = {
+      "Write a Python function that reads a CSV file and returns its rows as dictionaries.",
+      "def binary_search(items, target):",
+      "Implement a class Stack in Python with push, pop, peek and is_empty methods.",
+      "Write a function that counts the words in a text file and prints the ten most common.",
+  };
+  return prompts;
+}
+
+int ChooseDepth(const std::vector<TuneMeasurement>& results, std::string* verdict) {
+  const auto plain = std::find_if(results.begin(), results.end(),
+                                  [](const TuneMeasurement& m) { return m.depth == 0; });
+  if (plain == results.end()) {
+    if (verdict) *verdict = "plain decoding was not measured";
+    return 0;
+  }
+  double fastest = 0.0;
+  for (const TuneMeasurement& m : results)
+    if (m.depth > 0 && m.tok_s > plain->tok_s && m.deepest_acceptance() > kCollapsedAcceptance)
+      fastest = std::max(fastest, m.tok_s);
+  int best = 0;
+  for (const TuneMeasurement& m : results)
+    if (m.depth > 0 && m.tok_s > plain->tok_s && m.deepest_acceptance() > kCollapsedAcceptance &&
+        m.tok_s >= fastest * (1.0 - kNearTie))
+      best = std::max(best, m.depth);
+  if (verdict) {
+    if (best == 0) {
+      *verdict = "No MTP depth beat plain decoding on this machine: plain decoding is used";
+    } else {
+      const auto it = std::find_if(results.begin(), results.end(),
+                                   [&](const TuneMeasurement& m) { return m.depth == best; });
+      *verdict = StrFormat("Best for this machine: D%d, %.2fx plain decoding", best,
+                           it->tok_s / plain->tok_s);
+    }
+  }
+  return best;
+}
+
+Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
+                           const std::function<void(int, int)>& progress) {
+  const model::Model& model = engine.model();
+  if (!model.has_mtp()) return FailedPrecondition("this model has no MTP head: nothing to tune");
+  std::vector<int> depths = options.depths;
+  depths.insert(depths.begin(), 0);
+  const std::vector<std::string>& prompts =
+      options.prompts.empty() ? TunePrompts() : options.prompts;
+  TuneReport report;
+  for (int d : depths) report.results.push_back({d});
+  std::vector<SpeculativeStats> spec(depths.size());
+  const int total = static_cast<int>(prompts.size() * depths.size());
+  int done = 0;
+  for (const std::string& text : prompts) {
+    Request request = engine.NewRequest();
+    chat::Message user;
+    user.role = "user";
+    user.content = text;
+    request.conversation.messages = {user};
+    MTPLX_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, engine.PromptTokens(request));
+    GenerateRequest g;
+    g.prompt = std::move(prompt);
+    g.sampling = request.sampling;
+    g.seed = options.seed;
+    g.max_tokens = options.max_tokens;  // no stop ids: every run generates max_tokens
+    for (size_t i = 0; i < depths.size(); ++i) {
+      if (depths[i] == 0) {
+        MTPLX_ASSIGN_OR_RETURN(GenerateResult r, GeneratePlain(model, g, nullptr));
+        Accumulate(report.results[i], r);
+      } else {
+        SpeculativeOptions o;
+        o.depth = depths[i];
+        o.pre_norm_hidden = engine.options().pre_norm_hidden;
+        MTPLX_ASSIGN_OR_RETURN(SpeculativeResult r, GenerateSpeculative(model, g, o, nullptr));
+        Accumulate(report.results[i], r.result);
+        SpeculativeStats& s = spec[i];
+        s.depth = depths[i];
+        s.proposed_by_depth.resize(r.speculative.proposed_by_depth.size());
+        s.accepted_by_depth.resize(r.speculative.accepted_by_depth.size());
+        for (size_t k = 0; k < s.proposed_by_depth.size(); ++k) {
+          s.proposed_by_depth[k] += r.speculative.proposed_by_depth[k];
+          s.accepted_by_depth[k] += r.speculative.accepted_by_depth[k];
+        }
+        s.cycles += r.speculative.cycles;
+        s.tokens_per_cycle.resize(r.speculative.tokens_per_cycle.size());
+        for (size_t k = 0; k < s.tokens_per_cycle.size(); ++k)
+          s.tokens_per_cycle[k] += r.speculative.tokens_per_cycle[k];
+      }
+      if (progress) progress(++done, total);
+    }
+  }
+  for (size_t i = 0; i < depths.size(); ++i) {
+    TuneMeasurement& m = report.results[i];
+    m.tok_s = m.seconds > 0 ? static_cast<double>(m.tokens) / m.seconds : 0.0;
+    if (depths[i] > 0) {
+      m.acceptance_by_depth = spec[i].AcceptanceByDepth();
+      m.tokens_per_cycle = spec[i].MeanTokensPerCycle();
+    }
+  }
+  report.best_depth = ChooseDepth(report.results, &report.verdict);
+  return report;
+}
+
+}  // namespace mtplx::engine

@@ -1,0 +1,55 @@
+// `mtplx tune`: on this machine, plain decoding against each draft depth, measured on fixed
+// coding prompts at the pack's sampler (decode tokens per second only, modes interleaved per
+// prompt so drift hits them alike). A depth is kept only if it beats plain decoding.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/engine.h"
+
+namespace mtplx::engine {
+
+struct TuneOptions {
+  std::vector<int> depths = {1, 2, 3};
+  int max_tokens = 512;  // generated per prompt and mode (end tokens ignored: fixed lengths)
+  uint64_t seed = 0;
+  std::vector<std::string> prompts;  // empty: the built-in coding prompts
+};
+
+struct TuneMeasurement {
+  int depth = 0;  // 0: plain decoding
+  int64_t tokens = 0;
+  double seconds = 0.0;  // decode time only
+  double tok_s = 0.0;
+  std::vector<double> acceptance_by_depth;  // conditional
+  double tokens_per_cycle = 0.0;
+  // The conditional acceptance of the deepest draft (0 for plain decoding).
+  double deepest_acceptance() const {
+    return acceptance_by_depth.empty() ? 0.0 : acceptance_by_depth.back();
+  }
+};
+
+struct TuneReport {
+  std::vector<TuneMeasurement> results;  // plain decoding first, then each depth
+  int best_depth = 0;
+  std::string verdict;
+};
+
+// The coding prompts tune measures on.
+const std::vector<std::string>& TunePrompts();
+
+// Measures plain decoding and each depth on `engine`'s model (idle: nothing else may run on it).
+// `progress(done, total)` is called after each run.
+Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
+                           const std::function<void(int, int)>& progress = nullptr);
+
+// The decision rule. A depth wins only if it is faster than plain decoding; among depths within
+// 2 % of the fastest, the deepest wins (near-ties go to the deeper depth); a depth whose deepest
+// draft was accepted 5 % of the time or less never wins. Returns 0 when plain decoding wins.
+// `results` must hold plain decoding (depth 0).
+int ChooseDepth(const std::vector<TuneMeasurement>& results, std::string* verdict);
+
+}  // namespace mtplx::engine

@@ -1,0 +1,111 @@
+#include "io/tuning_store.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/file.h"
+#include "base/sha256.h"
+#include "base/strings.h"
+
+namespace mtplx::io {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+Json RecordJson(const TuningRecord& r, const TuningKey& key) {
+  Json results = Json::array();
+  for (const TuningResult& x : r.results)
+    results.push_back({{"depth", x.depth}, {"tok_s", x.tok_s}, {"acceptance", x.acceptance}});
+  return {{"model", key.model},         {"cpu", key.cpu},
+          {"threads", key.threads},     {"engine_version", key.engine_version},
+          {"best_depth", r.best_depth}, {"verdict", r.verdict},
+          {"results", results},         {"measured_at", r.measured_at},
+          {"max_tokens", r.max_tokens}};
+}
+
+std::optional<TuningRecord> RecordFrom(const Json& j) {
+  if (!j.is_object() || !j.contains("best_depth") || !j["best_depth"].is_number_integer())
+    return std::nullopt;
+  TuningRecord r;
+  r.best_depth = j["best_depth"].get<int>();
+  if (r.best_depth < 0 || r.best_depth > 8) return std::nullopt;
+  if (j.contains("verdict") && j["verdict"].is_string()) r.verdict = j["verdict"];
+  if (j.contains("measured_at") && j["measured_at"].is_string()) r.measured_at = j["measured_at"];
+  if (j.contains("max_tokens") && j["max_tokens"].is_number_integer())
+    r.max_tokens = j["max_tokens"];
+  if (j.contains("results") && j["results"].is_array())
+    for (const Json& x : j["results"]) {
+      if (!x.is_object() || !x.contains("depth") || !x["depth"].is_number_integer()) continue;
+      TuningResult t;
+      t.depth = x["depth"].get<int>();
+      if (x.contains("tok_s") && x["tok_s"].is_number()) t.tok_s = x["tok_s"];
+      if (x.contains("acceptance") && x["acceptance"].is_number()) t.acceptance = x["acceptance"];
+      r.results.push_back(t);
+    }
+  return r;
+}
+
+Json ReadStore(const std::string& path) {
+  if (!FileExists(path)) return Json::object();
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return Json::object();
+  Json j = Json::parse(*text, nullptr, false);
+  return j.is_object() ? j : Json::object();
+}
+
+}  // namespace
+
+std::string TuningKey::ToString() const {
+  return StrCat(model, " | ", cpu, " | ", threads, " threads | mtplx ", engine_version);
+}
+
+std::string TuningStorePath() {
+  const char* home = std::getenv("MTPLX_HOME");
+  if (home && *home) return JoinPath(home, "tuning.json");
+  const char* user = std::getenv("HOME");
+  return JoinPath(JoinPath(user && *user ? user : ".", ".mtplx"), "tuning.json");
+}
+
+Result<std::string> TuningModelId(const std::string& model_dir) {
+  MTPLX_ASSIGN_OR_RETURN(std::string config, ReadTextFile(JoinPath(model_dir, "config.json")));
+  Sha256 digest;
+  digest.Update(config);
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(model_dir, ec))
+    if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
+      files.push_back(entry.path().filename().string() + "=" + std::to_string(entry.file_size()));
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) digest.Update(f + "\n");
+  fs::path name = fs::absolute(model_dir).lexically_normal();
+  if (name.filename().empty()) name = name.parent_path();
+  return name.filename().string() + "@" + digest.HexDigest().substr(0, 16);
+}
+
+std::optional<TuningRecord> LoadTuning(const std::string& path, const TuningKey& key) {
+  const Json store = ReadStore(path);
+  const auto entries = store.find("entries");
+  if (entries == store.end() || !entries->is_object()) return std::nullopt;
+  const auto it = entries->find(key.ToString());
+  if (it == entries->end()) return std::nullopt;
+  return RecordFrom(*it);
+}
+
+Status StoreTuning(const std::string& path, const TuningKey& key, const TuningRecord& record) {
+  Json store = ReadStore(path);
+  if (!store.contains("entries") || !store["entries"].is_object())
+    store["entries"] = Json::object();
+  store["entries"][key.ToString()] = RecordJson(record, key);
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string staged = path + ".tmp";
+  MTPLX_RETURN_IF_ERROR(WriteTextFile(staged, store.dump(2) + "\n"));
+  fs::rename(staged, path, ec);
+  if (ec) return Internal(StrCat("cannot write ", path, ": ", ec.message()));
+  return Status::Ok();
+}
+
+}  // namespace mtplx::io

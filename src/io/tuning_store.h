@@ -1,0 +1,51 @@
+// ~/.mtplx/tuning.json: what `mtplx tune` measured, keyed by what the result depends on (the
+// model, the CPU, the thread count, the engine version), so `run`, `chat`, `serve` and `start`
+// can apply the winning draft depth on the machine that measured it and nowhere else.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace mtplx::io {
+
+struct TuningKey {
+  std::string model;  // TuningModelId() of the model folder
+  std::string cpu;    // CpuModelName()
+  int threads = 0;    // worker threads the measurement ran with
+  std::string engine_version;
+
+  std::string ToString() const;  // the entry's name in the file
+};
+
+struct TuningResult {
+  int depth = 0;  // 0: plain decoding
+  double tok_s = 0.0;
+  double acceptance = 0.0;  // conditional acceptance at the deepest draft (0 for plain)
+};
+
+struct TuningRecord {
+  int best_depth = 0;  // 0: no depth beat plain decoding
+  std::string verdict;
+  std::vector<TuningResult> results;
+  std::string measured_at;  // UTC ISO-8601
+  int max_tokens = 0;
+};
+
+// The file: $MTPLX_HOME/tuning.json, else ~/.mtplx/tuning.json.
+std::string TuningStorePath();
+
+// A model folder's identity: its name, and a digest of config.json and the names and sizes of
+// its weight files (a re-converted or different model gets another key).
+Result<std::string> TuningModelId(const std::string& model_dir);
+
+// The stored record for `key`; nullopt when none (or the file is missing or unreadable: tuning
+// is advice, never a reason to fail).
+std::optional<TuningRecord> LoadTuning(const std::string& path, const TuningKey& key);
+
+// Stores (or replaces) the record for `key`, keeping every other entry; written atomically.
+Status StoreTuning(const std::string& path, const TuningKey& key, const TuningRecord& record);
+
+}  // namespace mtplx::io

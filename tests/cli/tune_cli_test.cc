@@ -1,0 +1,79 @@
+// `mtplx tune` end to end: it measures and stores a verdict, reuses it until --retune, and run
+// applies the stored depth for the same model, CPU and thread count (--depth still wins).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/file.h"
+#include "support/test_support.h"
+
+namespace mtplx {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Home {
+  std::string dir = testing::MakeTempDir("mtplx-home");
+  testing::CommandOutcome Run(const std::string& args, bool merge = false) const {
+    return testing::RunMtplxWithEnv("MTPLX_HOME=" + dir, args, merge);
+  }
+  std::string store() const { return dir + "/tuning.json"; }
+};
+
+// Rewrites every stored entry's best depth.
+void SetStoredDepth(const Home& home, int depth) {
+  Json store = Json::parse(*ReadTextFile(home.store()));
+  for (auto& [key, entry] : store["entries"].items()) entry["best_depth"] = depth;
+  ASSERT_TRUE(WriteTextFile(home.store(), store.dump()).ok());
+}
+
+int RunDepth(const Home& home, const std::string& extra, std::string* log = nullptr) {
+  const auto o = home.Run("run hi --max-tokens 4 --json --threads 1 " + extra);
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  if (log) *log = home.Run("run hi --max-tokens 4 --threads 1 " + extra, true).output;
+  return Json::parse(o.output)["stats"]["depth"].get<int>();
+}
+
+TEST(TuneCliTest, MeasuresStoresAndRunAppliesTheStoredDepth) {
+  Home home;
+  const auto tune = home.Run("tune --json --max-tokens 16 --threads 1 --depths 1,2");
+  ASSERT_EQ(tune.exit_code, 0) << tune.output;
+  const Json j = Json::parse(tune.output);
+  EXPECT_EQ(j["from_store"], false);
+  ASSERT_EQ(j["results"].size(), 3u);  // AR, D1, D2
+  EXPECT_EQ(j["results"][0]["depth"], 0);
+  for (const Json& r : j["results"]) EXPECT_GT(r["tok_s"].get<double>(), 0.0);
+  EXPECT_TRUE(j["verdict"].is_string());
+  EXPECT_GE(j["best_depth"].get<int>(), 0);
+  EXPECT_TRUE(FileExists(home.store()));
+  // Stored: the next tune reports it instead of measuring, until --retune.
+  EXPECT_EQ(Json::parse(home.Run("tune --json --threads 1").output)["from_store"], true);
+  EXPECT_EQ(Json::parse(home.Run("tune --json --max-tokens 16 --retune --threads 1 --depths 1")
+                            .output)["from_store"],
+            false);
+
+  std::string log;
+  SetStoredDepth(home, 2);
+  EXPECT_EQ(RunDepth(home, "", &log), 2);
+  EXPECT_NE(log.find("tuned: MTP depth 2"), std::string::npos) << log;
+  SetStoredDepth(home, 0);  // a loss: plain decoding
+  EXPECT_EQ(RunDepth(home, "", &log), 0);
+  EXPECT_NE(log.find("tuned: plain decoding"), std::string::npos) << log;
+  EXPECT_EQ(RunDepth(home, "--depth 1"), 1);  // --depth pins it
+  // Another thread count is another machine setup: the pack's default applies.
+  const auto two = home.Run("run hi --max-tokens 4 --json --threads 2");
+  EXPECT_EQ(Json::parse(two.output)["stats"]["depth"], 1);
+}
+
+TEST(TuneCliTest, BadDepthsAreRefused) {
+  Home home;
+  for (const char* bad : {"0", "5", "1,x", ""}) {
+    const auto o = home.Run(std::string("tune --depths '") + bad + "'", true);
+    EXPECT_NE(o.exit_code, 0) << bad;
+    EXPECT_NE(o.output.find("--depths"), std::string::npos) << bad << o.output;
+  }
+}
+
+}  // namespace
+}  // namespace mtplx

@@ -1,0 +1,93 @@
+// `mtplx tune`'s decision rule on injected timings, and the store it writes.
+#include "engine/tune.h"
+
+#include <gtest/gtest.h>
+
+#include "base/file.h"
+#include "io/tuning_store.h"
+#include "support/test_support.h"
+
+namespace mtplx::engine {
+namespace {
+
+TuneMeasurement M(int depth, double tok_s, std::vector<double> acceptance = {}) {
+  TuneMeasurement m;
+  m.depth = depth;
+  m.tok_s = tok_s;
+  m.acceptance_by_depth = std::move(acceptance);
+  return m;
+}
+
+TEST(TuneDecisionTest, ADepthMustBeatPlainDecoding) {
+  std::string verdict;
+  EXPECT_EQ(ChooseDepth({M(0, 100), M(1, 95, {0.8}), M(2, 99.9, {0.8, 0.7})}, &verdict), 0);
+  EXPECT_NE(verdict.find("No MTP depth beat plain decoding"), std::string::npos) << verdict;
+  EXPECT_EQ(ChooseDepth({M(0, 100), M(1, 101, {0.8})}, &verdict), 1);
+  EXPECT_NE(verdict.find("D1, 1.01x"), std::string::npos) << verdict;
+}
+
+TEST(TuneDecisionTest, TheFastestWinsAndNearTiesGoToTheDeeperDepth) {
+  EXPECT_EQ(
+      ChooseDepth({M(0, 100), M(1, 150, {0.8}), M(2, 180, {0.8, 0.7}), M(3, 170, {0.8, 0.7, 0.6})},
+                  nullptr),
+      2);
+  // D3 within 2 % of D2: the deeper one.
+  EXPECT_EQ(
+      ChooseDepth({M(0, 100), M(1, 150, {0.8}), M(2, 180, {0.8, 0.7}), M(3, 177, {0.8, 0.7, 0.6})},
+                  nullptr),
+      3);
+  // Just outside 2 %: the faster one.
+  EXPECT_EQ(ChooseDepth({M(0, 100), M(2, 180, {0.8, 0.7}), M(3, 176, {0.8, 0.7, 0.6})}, nullptr),
+            2);
+}
+
+TEST(TuneDecisionTest, ACollapsedDepthNeverWins) {
+  // Acceptance of its deepest draft at 5 % or less: never chosen, however fast it measured.
+  EXPECT_EQ(ChooseDepth({M(0, 100), M(1, 120, {0.8}), M(2, 300, {0.8, 0.05})}, nullptr), 1);
+  EXPECT_EQ(ChooseDepth({M(0, 100), M(1, 300, {0.01})}, nullptr), 0);
+  EXPECT_EQ(ChooseDepth({M(1, 300, {0.9})}, nullptr), 0);  // no plain measurement: no winner
+}
+
+TEST(TuningStoreTest, RoundTripsPerKeyAndKeepsOtherEntries) {
+  const std::string path = testing::MakeTempDir("mtplx-tune") + "/sub/tuning.json";
+  io::TuningKey a{"model@1", "CPU X", 2, "0.1.0"}, b = a;
+  b.threads = 1;
+  EXPECT_FALSE(io::LoadTuning(path, a));  // no file: nothing stored
+  io::TuningRecord r;
+  r.best_depth = 2;
+  r.verdict = "Best for this machine: D2";
+  r.results = {{0, 100, 0}, {2, 180, 0.7}};
+  r.measured_at = "2026-01-01T00:00:00Z";
+  ASSERT_TRUE(io::StoreTuning(path, a, r).ok());
+  r.best_depth = 0;
+  ASSERT_TRUE(io::StoreTuning(path, b, r).ok());
+  const auto got = io::LoadTuning(path, a);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->best_depth, 2);
+  EXPECT_EQ(got->verdict, "Best for this machine: D2");
+  ASSERT_EQ(got->results.size(), 2u);
+  EXPECT_DOUBLE_EQ(got->results[1].tok_s, 180);
+  EXPECT_EQ(io::LoadTuning(path, b)->best_depth, 0);
+  io::TuningKey other = a;
+  other.engine_version = "0.2.0";  // another engine version: measure again
+  EXPECT_FALSE(io::LoadTuning(path, other));
+  // A broken file is advice lost, not an error.
+  ASSERT_TRUE(WriteTextFile(path, "{broken").ok());
+  EXPECT_FALSE(io::LoadTuning(path, a));
+  ASSERT_TRUE(io::StoreTuning(path, a, r).ok());
+  EXPECT_TRUE(io::LoadTuning(path, a));
+}
+
+TEST(TuningStoreTest, TheModelIdChangesWithTheWeights) {
+  const std::string dir = testing::MakeTempDir("mtplx-tune");
+  ASSERT_TRUE(WriteTextFile(dir + "/config.json", "{}").ok());
+  ASSERT_TRUE(WriteTextFile(dir + "/model.safetensors", "12345678").ok());
+  const auto first = io::TuningModelId(dir);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(WriteTextFile(dir + "/model.safetensors", "123456789").ok());
+  EXPECT_NE(*io::TuningModelId(dir), *first);
+  EXPECT_FALSE(io::TuningModelId("/nonexistent").ok());
+}
+
+}  // namespace
+}  // namespace mtplx::engine
