@@ -326,6 +326,7 @@ Json StatsJson(const engine::Completion& done) {
     stats["acceptance_by_depth"] = p.AcceptanceByDepth();
     stats["acceptance_unconditional"] = p.AcceptanceUnconditional();
     stats["tokens_per_cycle"] = p.MeanTokensPerCycle();
+    stats["mean_depth"] = p.MeanDepth();
     stats["cycles"] = p.cycles;
     stats["verify_calls"] = p.verify_calls;
     stats["bonus_tokens"] = p.bonus_tokens;

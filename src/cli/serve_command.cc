@@ -113,6 +113,7 @@ int RunServe(const ServeFlags& f) {
   options.load.show_progress = !f.quiet;
   options.no_mtp = f.no_mtp;
   options.depth = f.depth;
+  options.adaptive_depth = f.depth == 0;  // --depth pins it
   options.context_window = f.context_window;
   options.max_queue = f.max_queue;
   options.cache_bytes =

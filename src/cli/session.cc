@@ -87,6 +87,7 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   options.no_mtp = flags.no_mtp;
   options.skip_mtp_check = flags.skip_mtp_check;
   options.depth = flags.depth;
+  options.adaptive_depth = flags.depth == 0;  // --depth pins it
   options.pre_norm_hidden = flags.mtp_hidden == "pre";
   options.draft_temperature = flags.draft_temperature;
   options.draft_top_p = flags.draft_top_p;
@@ -172,6 +173,8 @@ nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model) {
   out["cycles"] = p.cycles;
   out["tokens_per_cycle"] = per_cycle;
   out["mean_tokens_per_cycle"] = p.MeanTokensPerCycle();
+  out["mean_depth"] = p.MeanDepth();
+  out["cycles_by_depth"] = p.cycles_by_depth;
   out["verify_calls"] = p.verify_calls;
   out["bonus_tokens"] = p.bonus_tokens;
   out["corrections"] = p.corrections;

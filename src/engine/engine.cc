@@ -310,6 +310,7 @@ Result<Completion> Engine::Generate(Request& request, const EventSink& sink) {
   } else if (speculate) {
     SpeculativeOptions spec;
     spec.depth = depth_;
+    spec.adaptive = options_.adaptive_depth;
     spec.pre_norm_hidden = options_.pre_norm_hidden;
     if (options_.draft_temperature >= 0 || options_.draft_top_p >= 0 || options_.draft_top_k >= 0) {
       spec.draft_same_as_target = false;

@@ -42,6 +42,8 @@ struct EngineOptions {
   bool no_mtp = false;
   bool skip_mtp_check = false;
   int depth = 0;
+  // Each cycle's depth follows live acceptance (up to `depth`); false pins it (--depth).
+  bool adaptive_depth = true;
   bool pre_norm_hidden = false;
   // Draft sampler overrides (negative: the target's value).
   double draft_temperature = -1, draft_top_p = -1;

@@ -6,6 +6,7 @@
 #include "base/process_stats.h"
 #include "base/strings.h"
 #include "base/timer.h"
+#include "engine/depth_controller.h"
 #include "sample/speculative_accept.h"
 
 namespace mtplx::engine {
@@ -36,6 +37,8 @@ class SpeculativeRun {
     stats_.proposed_by_depth.assign(options.depth + 1, 0);
     stats_.accepted_by_depth.assign(options.depth + 1, 0);
     stats_.tokens_per_cycle.assign(options.depth + 2, 0);
+    stats_.cycles_by_depth.assign(options.depth + 1, 0);
+    if (options.adaptive) controller_.emplace(options.depth, options.depth);
   }
 
   Result<SpeculativeResult> Run();
@@ -43,6 +46,8 @@ class SpeculativeRun {
  private:
   Status Prefill();
   Status Cycle();
+  Status Draft(int32_t primary, int depth, std::vector<int32_t>& drafts,
+               std::vector<SparseDistribution>& q);
   // Emits a token; false when generation ends with it.
   bool Emit(int32_t token);
   const float* Hidden(const model::ForwardOutput& out, int64_t row) const {
@@ -80,6 +85,7 @@ class SpeculativeRun {
   std::vector<float> pair_hidden_;    // MTP history still to feed: hidden rows ...
   std::vector<int32_t> pair_tokens_;  // ... and the token that followed each
   CheckpointRecorder recorder_;
+  std::optional<DepthController> controller_;  // when the depth adapts
 };
 
 bool SpeculativeRun::Emit(int32_t token) {
@@ -152,22 +158,12 @@ Status SpeculativeRun::Prefill() {
   return Status::Ok();
 }
 
-Status SpeculativeRun::Cycle() {
-  // 1. Primary.
-  int32_t primary;
-  if (pending_) {
-    primary = *pending_;
-    pending_.reset();
-  } else {
-    primary = sample::Sample(last_logits_, request_.sampling, rng_, counts_);
-    if (!Emit(primary)) return Status::Ok();
-  }
-  const int remaining = request_.max_tokens - static_cast<int>(result_.tokens.size());
-  const int depth = std::min(options_.depth, remaining);
-
-  // 2. Draft: the first step also absorbs the MTP history pairs of the last cycle.
-  Timer timer;
+// K drafts from the MTP head; its first step also absorbs the history pairs of earlier cycles.
+// Depth 0 (a plain step) only queues the pair: the head catches up when drafting resumes.
+Status SpeculativeRun::Draft(int32_t primary, int depth, std::vector<int32_t>& drafts,
+                             std::vector<SparseDistribution>& q) {
   AddMtpPair(last_hidden_.data(), primary);
+  if (depth == 0) return Status::Ok();
   const int64_t mtp_start = mtp_->position();
   const int64_t committed_mtp = mtp_start + static_cast<int64_t>(pair_tokens_.size());
   model::ForwardOptions last_row;
@@ -179,8 +175,6 @@ Status SpeculativeRun::Cycle() {
       model_.ForwardMtp(*mtp_, pair_tokens_, pair_hidden_.data(), last_row, &draft_out));
   pair_tokens_.clear();
   pair_hidden_.clear();
-  std::vector<int32_t> drafts;
-  std::vector<SparseDistribution> q;
   for (int j = 0; j < depth; ++j) {
     if (j > 0) {
       const std::vector<float> feed(draft_out.hidden.end() - hidden_size_, draft_out.hidden.end());
@@ -209,7 +203,30 @@ Status SpeculativeRun::Cycle() {
   for (int32_t d : drafts) --counts_[d];  // only committed tokens count
   // Draft rows past the first are not history: history holds target hiddens only.
   MTPLX_RETURN_IF_ERROR(mtp_->Truncate(committed_mtp));
-  stats_.draft_seconds += timer.Seconds();
+  return Status::Ok();
+}
+
+Status SpeculativeRun::Cycle() {
+  // 1. Primary.
+  int32_t primary;
+  if (pending_) {
+    primary = *pending_;
+    pending_.reset();
+  } else {
+    primary = sample::Sample(last_logits_, request_.sampling, rng_, counts_);
+    if (!Emit(primary)) return Status::Ok();
+  }
+  const int remaining = request_.max_tokens - static_cast<int>(result_.tokens.size());
+  const int depth =
+      std::min(controller_ ? controller_->Next() : options_.depth, std::max(remaining, 0));
+
+  // 2. Draft.
+  Timer timer;
+  std::vector<int32_t> drafts;
+  std::vector<SparseDistribution> q;
+  MTPLX_RETURN_IF_ERROR(Draft(primary, depth, drafts, q));
+  const double draft_seconds = timer.Seconds();
+  stats_.draft_seconds += draft_seconds;
 
   // 3. Verify [primary, d1..dK] in one trunk forward.
   timer.Reset();
@@ -220,7 +237,8 @@ Status SpeculativeRun::Cycle() {
   model::ForwardOutput& target = target_;
   MTPLX_RETURN_IF_ERROR(model_.Forward(*trunk_, rows, verify, &target));
   ++stats_.verify_calls;
-  stats_.verify_seconds += timer.Seconds();
+  const double verify_seconds = timer.Seconds();
+  stats_.verify_seconds += verify_seconds;
 
   // 4. Accept.
   timer.Reset();
@@ -269,6 +287,8 @@ Status SpeculativeRun::Cycle() {
   last_hidden_.assign(Hidden(target, keep - 1), Hidden(target, keep - 1) + hidden_size_);
   ++stats_.cycles;
   ++stats_.tokens_per_cycle[keep];
+  ++stats_.cycles_by_depth[depth];
+  if (controller_) controller_->Observe(depth, accepted, draft_seconds, verify_seconds);
   stats_.commit_seconds += timer.Seconds();
   return Status::Ok();
 }
@@ -317,6 +337,15 @@ std::vector<double> SpeculativeStats::AcceptanceUnconditional() const {
     out.push_back(cycles ? static_cast<double>(accepted_by_depth[d]) / static_cast<double>(cycles)
                          : 0.0);
   return out;
+}
+
+double SpeculativeStats::MeanDepth() const {
+  int64_t total = 0, cycles_seen = 0;
+  for (size_t d = 0; d < cycles_by_depth.size(); ++d) {
+    total += static_cast<int64_t>(d) * cycles_by_depth[d];
+    cycles_seen += cycles_by_depth[d];
+  }
+  return cycles_seen ? static_cast<double>(total) / static_cast<double>(cycles_seen) : 0.0;
 }
 
 double SpeculativeStats::MeanTokensPerCycle() const {

@@ -21,7 +21,10 @@
 namespace mtplx::engine {
 
 struct SpeculativeOptions {
-  int depth = 2;  // drafts per cycle, 1..4
+  int depth = 2;  // drafts per cycle, 1..4 (the most, when adaptive)
+  // Each cycle's depth (0..depth) follows live acceptance and measured costs (DepthController);
+  // otherwise every cycle drafts `depth`.
+  bool adaptive = false;
   // Draft sampler; by default the target's. Forced greedy when the target is greedy.
   bool draft_same_as_target = true;
   sample::SamplingParams draft;
@@ -43,11 +46,13 @@ struct SpeculativeStats {
   std::vector<int64_t> proposed_by_depth;  // drafts evaluated at depth d (all before accepted)
   std::vector<int64_t> accepted_by_depth;
   std::vector<int64_t> tokens_per_cycle;  // histogram: [n] = cycles that committed n tokens
+  std::vector<int64_t> cycles_by_depth;   // histogram: [d] = cycles that drafted d tokens
   double draft_seconds = 0, verify_seconds = 0, accept_seconds = 0, commit_seconds = 0;
 
   std::vector<double> AcceptanceByDepth() const;        // conditional
   std::vector<double> AcceptanceUnconditional() const;  // accepted at d / cycles
   double MeanTokensPerCycle() const;
+  double MeanDepth() const;  // drafts per cycle, averaged over cycles
 };
 
 struct SpeculativeResult {

@@ -67,7 +67,8 @@ std::vector<int32_t> SharedPrefix() {
 // Prompts p of GreedyRequest; with a prefix, each prompt is the prefix followed by prompt p, and
 // every request restores the same snapshot (which earlier requests have run past).
 void ExpectGreedyEquality(const std::string& preset, int prompts, bool oracle,
-                          bool from_prefix = false, const LoadChoice& choice = {}) {
+                          bool from_prefix = false, const LoadChoice& choice = {},
+                          bool adaptive = false) {
   if (preset == "trained" && !std::filesystem::exists(testing::TrainedModelDir() + "/config.json"))
     GTEST_SKIP() << "no trained model in models/default";
   auto m = LoadPreset(preset, choice);
@@ -86,7 +87,8 @@ void ExpectGreedyEquality(const std::string& preset, int prompts, bool oracle,
   }
   int64_t accepted = 0, proposed = 0, bonuses = 0, corrections = 0;
   for (int p = 0; p < prompts; ++p) {
-    GenerateRequest request = GreedyRequest(p, 24);
+    // Adaptive runs are longer: the controller leaves its starting depth after a few cycles.
+    GenerateRequest request = GreedyRequest(p, adaptive ? 80 : 24);
     if (prefix) {
       request.prompt.insert(request.prompt.begin(), prefix->tokens.begin(), prefix->tokens.end());
       request.prefix = &*prefix;
@@ -97,6 +99,7 @@ void ExpectGreedyEquality(const std::string& preset, int prompts, bool oracle,
     for (int depth = 1; depth <= 4; ++depth) {
       SpeculativeOptions options;
       options.depth = depth;
+      options.adaptive = adaptive;
       SplitMix64 noise(p * 10 + depth);
       if (oracle) {
         // Right 75% of the time: knows the plain continuation.
@@ -142,6 +145,12 @@ TEST_P(GreedyEqualityTest, AsTheCliRunsIt) {
                         .draft_head_bits = 4,
                         .draft_vocab = 300,
                         .activations = kernels::Activations::kInt8});
+}
+// The depth of each cycle follows live acceptance (down to plain steps with a random head, whose
+// MTP history then catches up in one step): the output cannot change.
+TEST_P(GreedyEqualityTest, AdaptiveDepth) {
+  ExpectGreedyEquality(GetParam(), 10, false, false, {}, /*adaptive=*/true);
+  ExpectGreedyEquality(GetParam(), 10, true, false, {}, /*adaptive=*/true);
 }
 TEST_P(GreedyEqualityTest, FromRestoredPrefixSnapshot) {
   ExpectGreedyEquality(GetParam(), 50, false, /*from_prefix=*/true);

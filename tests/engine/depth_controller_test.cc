@@ -1,0 +1,72 @@
+// The adaptive depth controller on simulated cycles: it goes as deep as pays, falls back to plain
+// decoding when drafts are rejected, and probes deeper again when acceptance recovers.
+#include "engine/depth_controller.h"
+
+#include <gtest/gtest.h>
+
+#include "base/rng.h"
+
+namespace mtplx::engine {
+namespace {
+
+// A machine where a trunk forward of m rows costs verify(m) and a draft step `draft`; drafts are
+// accepted with probability `acceptance` each (independently). Runs `cycles` cycles and returns
+// the depth the controller settled on (the most frequent of the last 50).
+struct Simulation {
+  double (*verify)(int rows);
+  double draft;
+  double acceptance;
+};
+
+int Settle(DepthController& c, const Simulation& sim, int cycles, uint64_t seed = 1) {
+  SplitMix64 rng(seed);
+  std::vector<int> last(DepthController::kMaxDepth + 1, 0);
+  for (int i = 0; i < cycles; ++i) {
+    const int depth = c.Next();
+    int accepted = 0;
+    while (accepted < depth && static_cast<double>(rng.Next() % 10000) / 10000 < sim.acceptance)
+      ++accepted;
+    c.Observe(depth, accepted, depth * sim.draft, sim.verify(depth + 1));
+    if (i >= cycles - 50) ++last[depth];
+  }
+  return static_cast<int>(std::max_element(last.begin(), last.end()) - last.begin());
+}
+
+double MemoryBound(int rows) { return 1.0 + 0.02 * (rows - 1); }  // rows nearly free
+double ComputeBound(int rows) { return 1.0 * rows; }              // every row costs a step
+
+TEST(DepthControllerTest, GoesDeepWhenRowsAreCheapAndDraftsAccepted) {
+  DepthController c(4, 1);
+  EXPECT_EQ(Settle(c, {MemoryBound, 0.05, 0.9}, 400), 4);
+  EXPECT_GT(c.acceptance(1), 0.8);
+}
+
+TEST(DepthControllerTest, FallsBackToPlainDecodingWhenDraftsFail) {
+  DepthController c(3, 3);
+  EXPECT_EQ(Settle(c, {MemoryBound, 0.05, 0.0}, 400), 0);
+  EXPECT_LT(c.acceptance(1), 0.1);
+}
+
+TEST(DepthControllerTest, ComputeBoundRowsKeepItShallow) {
+  // Every extra row costs a whole step: a draft pays only if nearly always accepted.
+  DepthController c(4, 2);
+  EXPECT_EQ(Settle(c, {ComputeBound, 0.05, 0.6}, 400), 0);
+}
+
+TEST(DepthControllerTest, NoticesAcceptanceThatRecovers) {
+  DepthController c(3, 3);
+  EXPECT_EQ(Settle(c, {MemoryBound, 0.05, 0.0}, 300), 0);
+  // Probes of depth 1 see the drafts accepted again and climb back.
+  EXPECT_GE(Settle(c, {MemoryBound, 0.05, 0.95}, 600, 2), 2);
+}
+
+TEST(DepthControllerTest, ExpectedTokensAndCostsFollowTheFormula) {
+  DepthController c(2, 2);
+  for (int i = 0; i < 200; ++i) c.Observe(2, 2, 0.2, 1.1);  // always accepted
+  EXPECT_NEAR(c.expected_tokens(2), 3.0, 0.1);
+  EXPECT_NEAR(c.cycle_seconds(2), 1.1 + 2 * 0.1, 1e-6);
+  EXPECT_NEAR(c.expected_tokens(0), 1.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace mtplx::engine
