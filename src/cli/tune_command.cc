@@ -49,7 +49,8 @@ io::TuningRecord ToRecord(const engine::TuneReport& report, int max_tokens) {
   record.max_tokens = max_tokens;
   record.measured_at = pack::UtcTimestamp();
   for (const engine::TuneMeasurement& m : report.results)
-    record.results.push_back({m.depth, m.tok_s, m.deepest_acceptance()});
+    record.results.push_back(
+        {m.depth, m.tok_s, m.deepest_acceptance(), m.depth ? m.tokens_per_cycle : 1.0});
   return record;
 }
 

@@ -1,5 +1,6 @@
 #include "cli/tuning.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "base/process_stats.h"
@@ -21,6 +22,26 @@ Result<io::TuningKey> TuningKeyFor(const std::string& model_dir, int threads) {
   return key;
 }
 
+namespace {
+
+// What a cycle of each depth cost in plain steps, from tune's measurements: tokens per cycle
+// over the speedup. Depths 0..d must all have been measured.
+std::vector<double> MeasuredCycleCosts(const io::TuningRecord& record) {
+  std::vector<double> costs;
+  double plain = 0.0;
+  for (const io::TuningResult& r : record.results)
+    if (r.depth == 0) plain = r.tok_s;
+  for (int d = 0; plain > 0; ++d) {
+    const auto it = std::find_if(record.results.begin(), record.results.end(),
+                                 [&](const io::TuningResult& r) { return r.depth == d; });
+    if (it == record.results.end() || it->tok_s <= 0) break;
+    costs.push_back(d == 0 ? 1.0 : it->tokens_per_cycle * plain / it->tok_s);
+  }
+  return costs.size() >= 2 ? costs : std::vector<double>{};
+}
+
+}  // namespace
+
 std::string ApplyTunedDepth(engine::EngineOptions& options) {
   if (options.depth > 0 || options.no_mtp) return "";
   auto key = TuningKeyFor(options.model_dir, options.load.threads);
@@ -33,6 +54,7 @@ std::string ApplyTunedDepth(engine::EngineOptions& options) {
            "--depth D speculates anyway)";
   }
   options.depth = record->best_depth;
+  options.cycle_costs = MeasuredCycleCosts(*record);
   return StrFormat("tuned: MTP depth %d (`mtplx tune` on this machine; --depth overrides)",
                    record->best_depth);
 }

@@ -5,23 +5,26 @@
 namespace mtplx::engine {
 namespace {
 
-constexpr int kWarmupCycles = 4;    // at the starting depth, to measure it
+constexpr int kWarmupCycles = 4;    // at the starting depth, before acceptance is known
 constexpr int kProbeInterval = 16;  // cycles between probes of the next depth
 constexpr double kDecay = 0.97;     // per draft evaluated: a window of about 33 drafts
 constexpr double kPriorAcceptance = 0.7;
 constexpr double kPriorWeight = 2.0;  // pseudo-drafts behind the prior
-constexpr double kTimeSmoothing = 0.2;
-
-double Smooth(double old, double sample) {
-  return old < 0 ? sample : old + kTimeSmoothing * (sample - old);
-}
 
 }  // namespace
 
-DepthController::DepthController(int max_depth, int start_depth)
+DepthController::DepthController(int max_depth, int start_depth,
+                                 const std::vector<double>& cycle_costs)
     : max_depth_(std::clamp(max_depth, 0, kMaxDepth)),
       current_(std::clamp(start_depth, 0, max_depth_)) {
-  verify_.fill(-1.0);
+  for (int d = 0; d <= max_depth_; ++d) {
+    if (d < static_cast<int>(cycle_costs.size())) {
+      costs_[d] = cycle_costs[d];
+    } else {  // one more draft costs what the last one did
+      const double step = d >= 2 ? costs_[d - 1] - costs_[d - 2] : 0.2;
+      costs_[d] = d == 0 ? 1.0 : costs_[d - 1] + std::max(step, 0.05);
+    }
+  }
 }
 
 double DepthController::acceptance(int depth) const {
@@ -38,26 +41,11 @@ double DepthController::expected_tokens(int depth) const {
   return expected;
 }
 
-double DepthController::cycle_seconds(int depth) const {
-  // A trunk forward of m rows not measured yet: the nearest measured one, plus 10 % a row
-  // (between the memory-bound case, where rows are nearly free, and the compute-bound one).
-  auto verify = [&](int rows) {
-    if (verify_[rows - 1] >= 0) return verify_[rows - 1];
-    for (int distance = 1; distance <= kMaxDepth; ++distance)
-      for (int m : {rows - distance, rows + distance})
-        if (m >= 1 && m <= kMaxDepth + 1 && verify_[m - 1] >= 0)
-          return verify_[m - 1] * (1.0 + 0.1 * (rows - m));
-    return 1.0 + 0.1 * (rows - 1);  // nothing measured: relative units
-  };
-  const double draft = draft_ >= 0 ? draft_ : 0.1 * verify(1);
-  return verify(depth + 1) + depth * draft;
-}
-
 int DepthController::Best() const {
   int best = 0;
   double best_rate = 0.0;
   for (int d = 0; d <= max_depth_; ++d) {
-    const double rate = expected_tokens(d) / cycle_seconds(d);
+    const double rate = expected_tokens(d) / costs_[d];
     if (rate > best_rate) {
       best_rate = rate;
       best = d;
@@ -68,9 +56,6 @@ int DepthController::Best() const {
 
 int DepthController::Next() {
   if (cycles_ < kWarmupCycles) return current_;
-  // Once each, so that every depth's cost is measured rather than extrapolated.
-  for (int d = 0; d <= max_depth_; ++d)
-    if (verify_[d] < 0) return d;
   current_ = Best();
   if (++since_probe_ >= kProbeInterval && current_ < max_depth_) {
     since_probe_ = 0;
@@ -79,8 +64,7 @@ int DepthController::Next() {
   return current_;
 }
 
-void DepthController::Observe(int depth, int accepted, double draft_seconds,
-                              double verify_seconds) {
+void DepthController::Observe(int depth, int accepted) {
   ++cycles_;
   // Drafts are evaluated in order until the first rejection. Only the depths evaluated forget a
   // little: a depth not drafted keeps what was last known of it until a probe.
@@ -88,8 +72,15 @@ void DepthController::Observe(int depth, int accepted, double draft_seconds,
     proposed_[d - 1] = proposed_[d - 1] * kDecay + 1.0;
     accepted_[d - 1] = accepted_[d - 1] * kDecay + (d <= accepted ? 1.0 : 0.0);
   }
-  verify_[depth] = Smooth(verify_[depth], verify_seconds);
-  if (depth > 0) draft_ = Smooth(draft_, draft_seconds / depth);
+}
+
+std::vector<double> EstimateCycleCosts(double draft_bytes_ratio, bool weights_stream,
+                                       int max_depth) {
+  const double row = weights_stream ? 0.06 : 0.3;
+  const double draft = draft_bytes_ratio * (weights_stream ? 1.0 : 1.2) + 0.01;
+  std::vector<double> costs;
+  for (int d = 0; d <= max_depth; ++d) costs.push_back(1.0 + d * (row + draft));
+  return costs;
 }
 
 }  // namespace mtplx::engine

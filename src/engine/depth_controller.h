@@ -1,17 +1,20 @@
-// The draft depth of each speculative cycle, chosen from what this run measures as it goes: the
-// conditional acceptance at each depth (decayed counts, so a change of text shows up within a
-// few dozen drafts) and the cost of a cycle (trunk forwards of m rows, draft steps). A cycle of
-// depth d yields E(d) = 1 + a1 + a1 a2 + ... + a1 ... ad tokens in expectation and costs
-// T(d) = t_verify(d + 1) + d t_draft; the controller picks the d in 0..max with the most tokens
-// per second. Depth 0 is plain decoding (one trunk row, no draft), so a run whose drafts stop
-// paying for themselves falls back to plain decoding; after a warm-up at the starting depth each
-// depth runs once so that its cost is measured, and every few cycles the next depth is retried
-// so that acceptance that recovers is noticed. Exactness does not depend on the depth: any
-// schedule of depths samples from the target distribution.
+// The draft depth of each speculative cycle, from the conditional acceptance this run observes
+// at each depth (decayed counts, so a change of text shows up within a few dozen drafts) and the
+// relative cost of a cycle of each depth. A cycle of depth d yields E(d) = 1 + a1 + a1 a2 + ... +
+// a1 ... ad tokens in expectation and costs T(d) = v(d + 1) + d c plain steps; the controller
+// picks the d in 0..max with the most tokens per step. Depth 0 is plain decoding (one trunk row,
+// no draft), so a run whose drafts stop paying for themselves falls back to plain decoding; every
+// few cycles it retries the next depth so that acceptance that recovers is noticed.
+//
+// The costs are fixed for the run (measured by `mtplx tune`, else estimated from the model's
+// shape), never timed on the fly: the schedule of depths then depends only on the seed and the
+// text, so a seeded sampled request gives the same output every time. Exactness does not depend
+// on the depth: any schedule samples from the target distribution.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace mtplx::engine {
 
@@ -19,18 +22,19 @@ class DepthController {
  public:
   static constexpr int kMaxDepth = 8;
 
-  DepthController(int max_depth, int start_depth);
+  // `cycle_costs[d]`: T(d) in plain steps for d = 0..max_depth (missing entries are
+  // extrapolated from the last ones).
+  DepthController(int max_depth, int start_depth, const std::vector<double>& cycle_costs);
 
   // The depth of the next cycle.
   int Next();
-  // A finished cycle: its depth, how many of its drafts were accepted (0..depth), and the time
-  // of its draft steps and of its trunk forward over depth + 1 rows.
-  void Observe(int depth, int accepted, double draft_seconds, double verify_seconds);
+  // A finished cycle: its depth and how many of its drafts were accepted (0..depth).
+  void Observe(int depth, int accepted);
 
   // Estimates, for tests and reports.
   double acceptance(int depth) const;       // conditional, depth 1..max
   double expected_tokens(int depth) const;  // E(d)
-  double cycle_seconds(int depth) const;    // T(d) from what was measured
+  double cycle_cost(int depth) const { return costs_[depth]; }
   int max_depth() const { return max_depth_; }
 
  private:
@@ -42,10 +46,14 @@ class DepthController {
   int64_t since_probe_ = 0;
   // Decayed counts per depth (index d - 1).
   std::array<double, kMaxDepth> proposed_{}, accepted_{};
-  // Seconds of a trunk forward over m rows (index m - 1) and of one draft step; < 0: not
-  // measured yet.
-  std::array<double, kMaxDepth + 1> verify_{};
-  double draft_ = -1.0;
+  std::array<double, kMaxDepth + 1> costs_{};
 };
+
+// T(d) for d = 0..max_depth from a model's shape: a verify row beyond the first costs a little
+// of a step when the weights stream from memory (they are read once for all rows) and about a
+// third when they sit in cache (arithmetic dominates); a draft step costs its share of the
+// weight bytes a step reads.
+std::vector<double> EstimateCycleCosts(double draft_bytes_ratio, bool weights_stream,
+                                       int max_depth);
 
 }  // namespace mtplx::engine

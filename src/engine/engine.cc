@@ -6,10 +6,12 @@
 #include "base/file.h"
 #include "base/strings.h"
 #include "base/timer.h"
+#include "engine/depth_controller.h"
 #include "engine/mtp_check.h"
 #include "engine/prompt.h"
 #include "engine/text_stream.h"
 #include "io/checkpoint.h"
+#include "kernels/panels.h"
 
 namespace mtplx::engine {
 namespace {
@@ -18,6 +20,8 @@ namespace {
 // point is a cut) and on the last few turn boundaries of a prompt.
 constexpr int64_t kCheckpointGrid = 4 * kPrefillChunk;
 constexpr size_t kTurnCheckpoints = 3;
+// The deepest draft adaptive depth tries unless the pack or tune asks for more.
+constexpr int kAdaptiveMaxDepth = 3;
 
 struct PromptInfo {
   std::vector<int32_t> tokens;
@@ -102,6 +106,14 @@ void Engine::ChooseMode() {
   }
   depth_ = options_.depth > 0 ? options_.depth : defaults_.mtp_depth;
   speculate_ = true;
+  const int max_depth = std::max(depth_, kAdaptiveMaxDepth);
+  cycle_costs_ = options_.cycle_costs;
+  if (cycle_costs_.empty()) {
+    const double decode = static_cast<double>(std::max<uint64_t>(model_->DecodeWeightBytes(), 1));
+    cycle_costs_ = EstimateCycleCosts(static_cast<double>(model_->DraftWeightBytes()) / decode,
+                                      kernels::WeightsStreamFromMemory(model_->DecodeWeightBytes()),
+                                      max_depth);
+  }
 }
 
 Request Engine::NewRequest() const {
@@ -255,8 +267,9 @@ Result<Completion> Engine::Generate(Request& request, const EventSink& sink) {
   if (!request.ignore_eos) g.stop_ids = end_ids_;
   g.cancel = request.cancel.get();
   g.top_logprobs = request.top_logprobs;
-  const bool speculate = speculate_ && request.speculate && request.top_logprobs < 0 &&
-                         n + depth_ + 1 < model_->config().max_position_embeddings;
+  const bool speculate =
+      speculate_ && request.speculate && request.top_logprobs < 0 &&
+      n + std::max(depth_, kAdaptiveMaxDepth) + 1 < model_->config().max_position_embeddings;
   // Turn boundaries cut the prefill; the last few of them and a grid get checkpoints.
   if (turn_start_id_)
     for (int64_t i = 1; i < n - 1; ++i)
@@ -309,8 +322,11 @@ Result<Completion> Engine::Generate(Request& request, const EventSink& sink) {
     result.finish_reason = "length";
   } else if (speculate) {
     SpeculativeOptions spec;
-    spec.depth = depth_;
+    // Adapting, the depth may go past the pack's (or tune's) default, which it starts from.
+    spec.depth = options_.adaptive_depth ? std::max(depth_, kAdaptiveMaxDepth) : depth_;
     spec.adaptive = options_.adaptive_depth;
+    spec.adaptive_start = depth_;
+    spec.cycle_costs = cycle_costs_;
     spec.pre_norm_hidden = options_.pre_norm_hidden;
     if (options_.draft_temperature >= 0 || options_.draft_top_p >= 0 || options_.draft_top_k >= 0) {
       spec.draft_same_as_target = false;

@@ -44,6 +44,9 @@ struct EngineOptions {
   int depth = 0;
   // Each cycle's depth follows live acceptance (up to `depth`); false pins it (--depth).
   bool adaptive_depth = true;
+  // What a cycle of each depth d = 0, 1, ... costs in plain steps (from `mtplx tune`); empty:
+  // estimated from the model's shape.
+  std::vector<double> cycle_costs;
   bool pre_norm_hidden = false;
   // Draft sampler overrides (negative: the target's value).
   double draft_temperature = -1, draft_top_p = -1;
@@ -205,6 +208,7 @@ class Engine {
   std::optional<int32_t> turn_start_id_;  // <|im_start|>: turn boundaries cut the prefill
   int64_t context_window_ = 0;
   int depth_ = 0;
+  std::vector<double> cycle_costs_;  // for adaptive depth
   std::atomic<bool> speculate_{false};
   std::string notice_;
   std::unique_ptr<SessionBank> bank_;  // touched only on the engine thread

@@ -38,7 +38,11 @@ class SpeculativeRun {
     stats_.accepted_by_depth.assign(options.depth + 1, 0);
     stats_.tokens_per_cycle.assign(options.depth + 2, 0);
     stats_.cycles_by_depth.assign(options.depth + 1, 0);
-    if (options.adaptive) controller_.emplace(options.depth, options.depth);
+    if (options.adaptive)
+      controller_.emplace(
+          options.depth, options.adaptive_start > 0 ? options.adaptive_start : options.depth,
+          options.cycle_costs.empty() ? EstimateCycleCosts(0.15, true, options.depth)
+                                      : options.cycle_costs);
   }
 
   Result<SpeculativeResult> Run();
@@ -225,8 +229,7 @@ Status SpeculativeRun::Cycle() {
   std::vector<int32_t> drafts;
   std::vector<SparseDistribution> q;
   MTPLX_RETURN_IF_ERROR(Draft(primary, depth, drafts, q));
-  const double draft_seconds = timer.Seconds();
-  stats_.draft_seconds += draft_seconds;
+  stats_.draft_seconds += timer.Seconds();
 
   // 3. Verify [primary, d1..dK] in one trunk forward.
   timer.Reset();
@@ -237,8 +240,7 @@ Status SpeculativeRun::Cycle() {
   model::ForwardOutput& target = target_;
   MTPLX_RETURN_IF_ERROR(model_.Forward(*trunk_, rows, verify, &target));
   ++stats_.verify_calls;
-  const double verify_seconds = timer.Seconds();
-  stats_.verify_seconds += verify_seconds;
+  stats_.verify_seconds += timer.Seconds();
 
   // 4. Accept.
   timer.Reset();
@@ -288,7 +290,7 @@ Status SpeculativeRun::Cycle() {
   ++stats_.cycles;
   ++stats_.tokens_per_cycle[keep];
   ++stats_.cycles_by_depth[depth];
-  if (controller_) controller_->Observe(depth, accepted, draft_seconds, verify_seconds);
+  if (controller_) controller_->Observe(depth, accepted);
   stats_.commit_seconds += timer.Seconds();
   return Status::Ok();
 }

@@ -25,6 +25,9 @@ struct SpeculativeOptions {
   // Each cycle's depth (0..depth) follows live acceptance and measured costs (DepthController);
   // otherwise every cycle drafts `depth`.
   bool adaptive = false;
+  int adaptive_start = 0;  // the depth adaptation starts from (0: `depth`)
+  // T(d) in plain steps for d = 0..depth (DepthController); empty: a generic estimate.
+  std::vector<double> cycle_costs;
   // Draft sampler; by default the target's. Forced greedy when the target is greedy.
   bool draft_same_as_target = true;
   sample::SamplingParams draft;

@@ -18,7 +18,10 @@ using Json = nlohmann::json;
 Json RecordJson(const TuningRecord& r, const TuningKey& key) {
   Json results = Json::array();
   for (const TuningResult& x : r.results)
-    results.push_back({{"depth", x.depth}, {"tok_s", x.tok_s}, {"acceptance", x.acceptance}});
+    results.push_back({{"depth", x.depth},
+                       {"tok_s", x.tok_s},
+                       {"acceptance", x.acceptance},
+                       {"tokens_per_cycle", x.tokens_per_cycle}});
   return {{"model", key.model},         {"cpu", key.cpu},
           {"threads", key.threads},     {"engine_version", key.engine_version},
           {"best_depth", r.best_depth}, {"verdict", r.verdict},
@@ -43,6 +46,8 @@ std::optional<TuningRecord> RecordFrom(const Json& j) {
       t.depth = x["depth"].get<int>();
       if (x.contains("tok_s") && x["tok_s"].is_number()) t.tok_s = x["tok_s"];
       if (x.contains("acceptance") && x["acceptance"].is_number()) t.acceptance = x["acceptance"];
+      if (x.contains("tokens_per_cycle") && x["tokens_per_cycle"].is_number())
+        t.tokens_per_cycle = x["tokens_per_cycle"];
       r.results.push_back(t);
     }
   return r;

@@ -24,6 +24,7 @@ struct TuningResult {
   int depth = 0;  // 0: plain decoding
   double tok_s = 0.0;
   double acceptance = 0.0;  // conditional acceptance at the deepest draft (0 for plain)
+  double tokens_per_cycle = 1.0;
 };
 
 struct TuningRecord {

@@ -104,14 +104,18 @@ void Model::RepackForInt8Kernel() {
   if (draft_head_) draft_head_->RepackToPanels(pool_.get(), streamed);
 }
 
-uint64_t Model::DecodeWeightBytes() const {
-  auto mlp_bytes = [](const MlpWeights& w) {
-    return w.gate.StorageBytes() + w.up.StorageBytes() + w.down.StorageBytes();
-  };
-  const ModelWeights& w = weights_;
-  uint64_t total = w.lm_head.StorageBytes();
-  if (w.embed.rows > 0) total += w.embed.StorageBytes() / static_cast<uint64_t>(w.embed.rows);
-  for (const LayerWeights& lw : w.layers) {
+namespace {
+
+uint64_t MlpBytes(const MlpWeights& w) {
+  return w.gate.StorageBytes() + w.up.StorageBytes() + w.down.StorageBytes();
+}
+
+}  // namespace
+
+// Bytes of one decoder layer's weights a token reads (MoE: the routed share of the experts).
+uint64_t Model::LayerDecodeBytes(const LayerWeights& lw) const {
+  uint64_t total = 0;
+  {
     if (lw.is_attention) {
       const AttentionWeights& a = lw.attention;
       total += a.q_proj.StorageBytes() + a.k_proj.StorageBytes() + a.v_proj.StorageBytes() +
@@ -121,19 +125,32 @@ uint64_t Model::DecodeWeightBytes() const {
       total += d.in_qkv.StorageBytes() + d.in_z.StorageBytes() + d.in_b.StorageBytes() +
                d.in_a.StorageBytes() + d.out_proj.StorageBytes();
     }
-    if (!lw.is_moe) {
-      total += mlp_bytes(lw.mlp);
-      continue;
-    }
+    if (!lw.is_moe) return total + MlpBytes(lw.mlp);
     const MoeWeights& moe = lw.moe;
     total += moe.router.StorageBytes();
-    if (moe.has_shared) total += mlp_bytes(moe.shared) + moe.shared_gate.StorageBytes();
+    if (moe.has_shared) total += MlpBytes(moe.shared) + moe.shared_gate.StorageBytes();
     uint64_t experts = 0;
-    for (const MlpWeights& e : moe.experts) experts += mlp_bytes(e);
+    for (const MlpWeights& e : moe.experts) experts += MlpBytes(e);
     if (!moe.experts.empty())
       total += experts * static_cast<uint64_t>(config_.experts_per_token) / moe.experts.size();
   }
   return total;
+}
+
+uint64_t Model::DecodeWeightBytes() const {
+  const ModelWeights& w = weights_;
+  uint64_t total = w.lm_head.StorageBytes();
+  if (w.embed.rows > 0) total += w.embed.StorageBytes() / static_cast<uint64_t>(w.embed.rows);
+  for (const LayerWeights& lw : w.layers) total += LayerDecodeBytes(lw);
+  return total;
+}
+
+uint64_t Model::DraftWeightBytes() const {
+  const ModelWeights& w = weights_;
+  if (!w.mtp.present) return 0;
+  uint64_t total = w.mtp.fc.StorageBytes() + LayerDecodeBytes(w.mtp.layer);
+  if (w.embed.rows > 0) total += w.embed.StorageBytes() / static_cast<uint64_t>(w.embed.rows);
+  return total + (draft_head_ ? draft_head_->bytes() : w.lm_head.StorageBytes());
 }
 
 const char* Model::KernelsName() { return kernels::QuantKernelName(); }

@@ -102,6 +102,9 @@ class Model {
   // for MoE layers the router, the shared expert and experts_per_token routed experts of average
   // size. The MTP head is not counted: plain decoding never runs it.
   uint64_t DecodeWeightBytes() const;
+  // Weight bytes one MTP draft step reads: its fc, its decoder layer, one embedding row and the
+  // draft head (or the model's head). 0 without an MTP head.
+  uint64_t DraftWeightBytes() const;
   bool weights_locked() const { return checkpoint_->all_locked(); }
   ThreadPool* pool() const { return pool_.get(); }
   kernels::Activations activations() const { return activations_; }
@@ -135,6 +138,7 @@ class Model {
                     const float* hidden, const ForwardOptions& options, ForwardOutput* out) const;
 
  private:
+  uint64_t LayerDecodeBytes(const LayerWeights& layer) const;
   Model() = default;
 
   struct Scratch {

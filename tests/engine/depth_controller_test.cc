@@ -18,6 +18,13 @@ struct Simulation {
   double acceptance;
 };
 
+std::vector<double> Costs(const Simulation& sim) {
+  std::vector<double> costs;
+  for (int d = 0; d <= DepthController::kMaxDepth; ++d)
+    costs.push_back((sim.verify(d + 1) + d * sim.draft) / sim.verify(1));
+  return costs;
+}
+
 int Settle(DepthController& c, const Simulation& sim, int cycles, uint64_t seed = 1) {
   SplitMix64 rng(seed);
   std::vector<int> last(DepthController::kMaxDepth + 1, 0);
@@ -26,7 +33,7 @@ int Settle(DepthController& c, const Simulation& sim, int cycles, uint64_t seed 
     int accepted = 0;
     while (accepted < depth && static_cast<double>(rng.Next() % 10000) / 10000 < sim.acceptance)
       ++accepted;
-    c.Observe(depth, accepted, depth * sim.draft, sim.verify(depth + 1));
+    c.Observe(depth, accepted);
     if (i >= cycles - 50) ++last[depth];
   }
   return static_cast<int>(std::max_element(last.begin(), last.end()) - last.begin());
@@ -35,37 +42,64 @@ int Settle(DepthController& c, const Simulation& sim, int cycles, uint64_t seed 
 double MemoryBound(int rows) { return 1.0 + 0.02 * (rows - 1); }  // rows nearly free
 double ComputeBound(int rows) { return 1.0 * rows; }              // every row costs a step
 
+const Simulation kMemoryBoundGood{MemoryBound, 0.05, 0.9};
+const Simulation kMemoryBoundBad{MemoryBound, 0.05, 0.0};
+const Simulation kComputeBound{ComputeBound, 0.05, 0.6};
+
 TEST(DepthControllerTest, GoesDeepWhenRowsAreCheapAndDraftsAccepted) {
-  DepthController c(4, 1);
-  EXPECT_EQ(Settle(c, {MemoryBound, 0.05, 0.9}, 400), 4);
+  DepthController c(4, 1, Costs(kMemoryBoundGood));
+  EXPECT_EQ(Settle(c, kMemoryBoundGood, 400), 4);
   EXPECT_GT(c.acceptance(1), 0.8);
 }
 
 TEST(DepthControllerTest, FallsBackToPlainDecodingWhenDraftsFail) {
-  DepthController c(3, 3);
-  EXPECT_EQ(Settle(c, {MemoryBound, 0.05, 0.0}, 400), 0);
+  DepthController c(3, 3, Costs(kMemoryBoundBad));
+  EXPECT_EQ(Settle(c, kMemoryBoundBad, 400), 0);
   EXPECT_LT(c.acceptance(1), 0.1);
 }
 
 TEST(DepthControllerTest, ComputeBoundRowsKeepItShallow) {
   // Every extra row costs a whole step: a draft pays only if nearly always accepted.
-  DepthController c(4, 2);
-  EXPECT_EQ(Settle(c, {ComputeBound, 0.05, 0.6}, 400), 0);
+  DepthController c(4, 2, Costs(kComputeBound));
+  EXPECT_EQ(Settle(c, kComputeBound, 400), 0);
 }
 
 TEST(DepthControllerTest, NoticesAcceptanceThatRecovers) {
-  DepthController c(3, 3);
-  EXPECT_EQ(Settle(c, {MemoryBound, 0.05, 0.0}, 300), 0);
+  DepthController c(3, 3, Costs(kMemoryBoundBad));
+  EXPECT_EQ(Settle(c, kMemoryBoundBad, 300), 0);
   // Probes of depth 1 see the drafts accepted again and climb back.
   EXPECT_GE(Settle(c, {MemoryBound, 0.05, 0.95}, 600, 2), 2);
 }
 
 TEST(DepthControllerTest, ExpectedTokensAndCostsFollowTheFormula) {
-  DepthController c(2, 2);
-  for (int i = 0; i < 200; ++i) c.Observe(2, 2, 0.2, 1.1);  // always accepted
+  DepthController c(4, 2, {1.0, 1.2, 1.4});
+  for (int i = 0; i < 200; ++i) c.Observe(2, 2);  // always accepted
   EXPECT_NEAR(c.expected_tokens(2), 3.0, 0.1);
-  EXPECT_NEAR(c.cycle_seconds(2), 1.1 + 2 * 0.1, 1e-6);
   EXPECT_NEAR(c.expected_tokens(0), 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(c.cycle_cost(2), 1.4);
+  EXPECT_DOUBLE_EQ(c.cycle_cost(4), 1.8);  // extrapolated: 0.2 a draft
+}
+
+TEST(DepthControllerTest, TheScheduleDependsOnlyOnTheAcceptanceSeen) {
+  // No clock: two controllers fed the same outcomes choose the same depths.
+  DepthController a(3, 2, Costs(kMemoryBoundGood)), b(3, 2, Costs(kMemoryBoundGood));
+  SplitMix64 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    const int da = a.Next(), db = b.Next();
+    ASSERT_EQ(da, db) << i;
+    const int accepted = static_cast<int>(rng.Next() % (da + 1));
+    a.Observe(da, accepted);
+    b.Observe(db, accepted);
+  }
+}
+
+TEST(DepthControllerTest, CostEstimatesFollowTheMemoryRegime) {
+  const auto streamed = EstimateCycleCosts(0.1, true, 3);
+  const auto cached = EstimateCycleCosts(0.1, false, 3);
+  ASSERT_EQ(streamed.size(), 4u);
+  EXPECT_DOUBLE_EQ(streamed[0], 1.0);
+  EXPECT_LT(streamed[3], cached[3]);
+  EXPECT_LT(streamed[1], 1.25);
 }
 
 }  // namespace
