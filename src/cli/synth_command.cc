@@ -23,8 +23,9 @@ Runner AddSynthCommand(CLI::App& app) {
                 "MoE: store MTP experts fused like the trunk (Qwen3.6 layout)");
   cmd->add_flag("!--no-progress", options->progress, "Hide the progress bar");
   auto* from = cmd->add_option("--from", widen->from_dir,
-                               "Widen this trained checkpoint instead (with --widen; the tensor "
-                               "names keep its layout, --bits 0 = dense bf16)");
+                               "Widen this trained checkpoint instead (with --widen): --format hf "
+                               "writes a bf16 Hugging Face checkpoint, --format mlx keeps the "
+                               "source's layout, quantized with --bits");
   cmd->add_option("--widen", widen->factor,
                   "Replicate every unit K times, computing the same function (K: 2, 4, 8, ...)")
       ->needs(from);
@@ -35,6 +36,7 @@ Runner AddSynthCommand(CLI::App& app) {
       widen->group_size = options->group_size;
       widen->threads = options->threads;
       widen->progress = options->progress;
+      widen->hf_layout = options->format == "hf" && options->bits == 0;
       const Status status = synth::WriteWidenedCheckpoint(*widen);
       if (!status.ok()) return ReportError(status.message());
       std::fprintf(

@@ -51,9 +51,10 @@ struct Axis {
 // How one stored tensor is widened.
 struct Role {
   Axis rows, cols;
-  bool divide = false;  // a linear map consuming the widened columns: weights / K
-  bool vector = false;  // a 1-D tensor (norm gains, A_log, dt_bias): stored as [cols]
-  bool conv = false;    // conv1d taps stored [rows, kernel, 1]
+  bool divide = false;     // a linear map consuming the widened columns: weights / K
+  bool vector = false;     // a 1-D tensor (norm gains, A_log, dt_bias): stored as [cols]
+  bool conv = false;       // conv1d taps stored [rows, kernel, 1]
+  bool gain_norm = false;  // a trunk RMSNorm weight applied as (1 + w) by Qwen 3.5
 };
 
 Axis Kept(int64_t n) { return {{n}, false}; }
@@ -75,10 +76,18 @@ Result<Role> RoleOf(const std::string& module, const io::ModelConfig& c) {
   if (ends("embed_tokens")) return Role{Kept(c.vocab_size), hidden};  // replicated, not divided
   if (ends("lm_head")) return linear(Kept(c.vocab_size), hidden);
   if (ends("mtp.fc")) return linear(hidden, Wide({h, h}));
+  const bool mtp = StartsWith(module, "mtp.");
   if (ends("layernorm") || ends("mtp.norm") || ends("model.norm") ||
-      ends("pre_fc_norm_embedding") || ends("pre_fc_norm_hidden") || module == "norm")
-    return vec(hidden);
-  if (ends("q_norm") || ends("k_norm")) return vec(Kept(d));
+      ends("pre_fc_norm_embedding") || ends("pre_fc_norm_hidden") || module == "norm") {
+    Role r = vec(hidden);
+    r.gain_norm = !mtp;
+    return r;
+  }
+  if (ends("q_norm") || ends("k_norm")) {
+    Role r = vec(Kept(d));
+    r.gain_norm = !mtp;
+    return r;
+  }
   if (ends("linear_attn.norm")) return vec(Kept(c.linear_value_dim));
   if (ends("q_proj")) return linear(Wide({q_rows}), hidden);
   if (ends("k_proj") || ends("v_proj")) return linear(Wide({c.num_kv_heads * d}), hidden);
@@ -135,6 +144,7 @@ struct Widened {
   Role role;
   std::string file;  // "model" or "mtp"
   bool conv_hf_order = false;
+  float offset = 0.0f;  // added to every value: -1 turns an MLX (1 + w) gain into HF's w
 };
 
 // The widened tensor `name` (output name) from the source matrix of `role`.
@@ -187,9 +197,9 @@ pack::TensorSource RowsOf(const Widened& w, int k) {
     std::vector<float> src(static_cast<size_t>(w.source.cols));
     kernels::DequantizeRow(w.source, w.role.rows.Source(r, k), src.data());
     const int64_t cols = w.role.cols.Size(k);
-    for (int64_t c = 0; c < cols; ++c) out[c] = src[w.role.cols.Source(c, k)] * scale;
+    for (int64_t c = 0; c < cols; ++c) out[c] = src[w.role.cols.Source(c, k)] * scale + w.offset;
   };
-  if (!KeepsCodes(w)) return source;
+  if (!KeepsCodes(w) || w.offset != 0.0f) return source;
   source.quantized_row = [&w, k, scale](int64_t r, uint32_t* packed, void* scales, void* biases) {
     const Matrix& m = w.source;
     const int bits = m.quant.bits, group = m.quant.group_size;
@@ -231,6 +241,8 @@ Status CheckOptions(const WidenOptions& o, const io::ModelConfig& c) {
     return InvalidArgument(StrCat("--widen ", o.factor,
                                   " is not a power of two in 2..64 (a power of two keeps the "
                                   "division by K exact)"));
+  if (o.hf_layout && o.bits != 0)
+    return InvalidArgument("the Hugging Face layout is dense: --format hf takes --bits 0");
   if (o.bits != 0 && !kernels::IsSupportedAffineBits(o.bits))
     return InvalidArgument(StrCat("--bits ", o.bits, " is not one of 0, 2, 3, 4, 5, 6, 8"));
   if (!kernels::IsSupportedGroupSize(o.group_size))
@@ -247,7 +259,7 @@ Status CheckOptions(const WidenOptions& o, const io::ModelConfig& c) {
 
 // config.json of the wide model: every count of units times K, embeddings untied, the
 // quantization entries describing what was written.
-Json WideConfig(const std::string& from_dir, const WidenOptions& o, bool mtp) {
+Json WideConfig(const std::string& from_dir, const WidenOptions& o, bool mtp_sidecar) {
   Json config = Json::parse(*ReadTextFile(JoinPath(from_dir, "config.json")), nullptr, false);
   Json& text = config.contains("text_config") ? config["text_config"] : config;
   for (const char* key : {"hidden_size", "num_attention_heads", "num_key_value_heads",
@@ -262,7 +274,11 @@ Json WideConfig(const std::string& from_dir, const WidenOptions& o, bool mtp) {
     const Json q = {{"group_size", o.group_size}, {"bits", o.bits}, {"mode", "affine"}};
     config["quantization"] = q;
     config["quantization_config"] = q;
-    if (mtp) config["mtplx_mtp_quantization"] = q;
+    if (mtp_sidecar) config["mtplx_mtp_quantization"] = q;
+  }
+  if (o.hf_layout) {  // the MTP head is inline; norms are zero-centred like the trunk's
+    config.erase("mlx_lm_extra_tensors");
+    config["mtplx_mtp_norm_encoding"] = "delta";
   }
   config["mtplx_widened"] = {
       {"from", fs::path(fs::absolute(from_dir).lexically_normal()).filename().string()},
@@ -300,6 +316,13 @@ Status CopyModelFiles(const std::string& from, const std::string& to, const Wide
 
 }  // namespace
 
+// The Hugging Face name of an MLX tensor name (Qwen3_5ForCausalLM layout).
+std::string HfName(const std::string& name) {
+  if (StartsWith(name, "language_model.model.")) return "model." + name.substr(21);
+  if (StartsWith(name, "language_model.")) return name.substr(15);
+  return name;
+}
+
 Status WriteWidenedCheckpoint(const WidenOptions& o) {
   MTPLX_RETURN_IF_ERROR(io::CheckModelFolder(o.from_dir, /*need_tokenizer=*/false));
   MTPLX_ASSIGN_OR_RETURN(io::ModelConfig config, io::LoadModelConfig(o.from_dir));
@@ -311,6 +334,8 @@ Status WriteWidenedCheckpoint(const WidenOptions& o) {
 
   std::vector<Widened> tensors;
   tensors.reserve(ck->Names().size() + 1);
+  bool mlx_source = false;
+  for (const std::string& name : ck->Names()) mlx_source |= StartsWith(name, "language_model.");
   for (const auto& [module, weight] : Modules(*ck)) {
     MTPLX_ASSIGN_OR_RETURN(Role role, RoleOf(module, config));
     MTPLX_ASSIGN_OR_RETURN(TensorView view, ck->Get(weight));
@@ -319,8 +344,11 @@ Status WriteWidenedCheckpoint(const WidenOptions& o) {
     const bool mtp =
         StartsWith(module, "mtp.") || ck->FileOf(weight).find("mtp") != std::string::npos;
     const DType dense = view.dtype == DType::kU32 ? DType::kBF16 : view.dtype;
-    const bool hf_conv = role.conv && view.rank() == 3 && view.dim(1) == 1;
-    tensors.push_back(Plan(weight, source, role, dense, o, mtp ? "mtp" : "model", hf_conv));
+    const bool hf_conv = o.hf_layout || (role.conv && view.rank() == 3 && view.dim(1) == 1);
+    const std::string name = o.hf_layout ? HfName(weight) : weight;
+    tensors.push_back(
+        Plan(name, source, role, dense, o, mtp && !o.hf_layout ? "mtp" : "model", hf_conv));
+    if (o.hf_layout && role.gain_norm && mlx_source) tensors.back().offset = -1.0f;
     // A tied output head becomes its own lm_head: the embedding / K.
     if (EndsWith(module, "embed_tokens") && !StartsWith(module, "mtp.") &&
         config.tie_word_embeddings) {
@@ -333,7 +361,9 @@ Status WriteWidenedCheckpoint(const WidenOptions& o) {
                                                                                          : prefix;
       Role lm = role;
       lm.divide = true;
-      tensors.push_back(Plan(head + "lm_head.weight", source, lm, dense, o, "model"));
+      const std::string lm_name = head + "lm_head.weight";
+      tensors.push_back(
+          Plan(o.hf_layout ? HfName(lm_name) : lm_name, source, lm, dense, o, "model"));
     }
   }
   MTPLX_ASSIGN_OR_RETURN(pack::StagingDir staging, pack::StagingDir::Create(o.out_dir, false));
@@ -347,6 +377,7 @@ Status WriteWidenedCheckpoint(const WidenOptions& o) {
   ProgressBar progress("widening", total, "B", o.progress);
   pack::ShardOptions shards;
   shards.always_index = true;
+  shards.format = o.hf_layout ? "pt" : "mlx";
   MTPLX_RETURN_IF_ERROR(
       pack::WriteShardedTensors(staging.path(), model_jobs, shards, pool, progress).status());
   if (!mtp_jobs.empty())

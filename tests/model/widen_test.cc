@@ -11,7 +11,9 @@
 #include <memory>
 #include <vector>
 
+#include "base/file.h"
 #include "engine/speculative.h"
+#include "io/checkpoint.h"
 #include "model/model.h"
 #include "support/synthetic_model.h"
 #include "support/test_support.h"
@@ -29,8 +31,9 @@ std::unique_ptr<model::Model> Load(const std::string& dir) {
   return m.ok() ? std::move(m).value() : nullptr;
 }
 
-std::string Widen(const std::string& from, int factor, int bits) {
+std::string Widen(const std::string& from, int factor, int bits, bool hf = false) {
   synth::WidenOptions o;
+  o.hf_layout = hf;
   o.from_dir = from;
   o.out_dir = testing::MakeTempDir("mtplx-widen") + "/wide";
   o.factor = factor;
@@ -116,6 +119,24 @@ TEST(WidenTest, TheBundled8BitModelWidenedKeepsItsFunction) {
 TEST(WidenTest, ABf16CheckpointWidenedKeepsItsFunction) {
   const std::string original = testing::SyntheticModel("dense-tiny", "hf");
   ExpectSameFunction(original, Widen(original, 2, 0), 2, 1e-4);
+}
+
+// The Hugging Face export (what llama.cpp's converter reads): names without the MLX prefix, norms
+// zero-centred, conv1d [C, 1, K], the MTP head inline, weights in bf16 (so the 8-bit values round
+// to bf16: close, not exact).
+TEST(WidenTest, TheBundledModelExportsToTheHuggingFaceLayout) {
+  const std::string original = testing::TrainedModelDir();
+  const std::string wide = Widen(original, 2, 0, /*hf=*/true);
+  EXPECT_TRUE(FileExists(wide + "/model.safetensors"));
+  EXPECT_FALSE(FileExists(wide + "/mtp.safetensors"));  // inline
+  auto ck = io::Checkpoint::Open(wide, {.show_progress = false, .lock_memory = false});
+  ASSERT_TRUE(ck.ok());
+  EXPECT_TRUE((*ck)->Has("model.embed_tokens.weight"));
+  EXPECT_TRUE((*ck)->Has("lm_head.weight"));
+  EXPECT_TRUE((*ck)->Has("mtp.fc.weight"));
+  const TensorView conv = *(*ck)->Get("model.layers.0.linear_attn.conv1d.weight");
+  EXPECT_EQ(conv.shape[1], 1);
+  ExpectSameFunction(original, wide, 2, 2e-2);
 }
 
 TEST(WidenTest, RequantizingToFewerBitsStillRuns) {
