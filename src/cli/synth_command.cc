@@ -26,6 +26,9 @@ Runner AddSynthCommand(CLI::App& app) {
                                "Widen this trained checkpoint instead (with --widen): --format hf "
                                "writes a bf16 Hugging Face checkpoint, --format mlx keeps the "
                                "source's layout, quantized with --bits");
+  cmd->add_option("--mtp-bits", widen->mtp_bits,
+                  "With --from: bits of the MTP head's matrices (default: --bits)")
+      ->needs(from);
   cmd->add_option("--widen", widen->factor,
                   "Replicate every unit K times, computing the same function (K: 2, 4, 8, ...)")
       ->needs(from);

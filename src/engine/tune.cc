@@ -65,7 +65,11 @@ Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
   const std::vector<std::string>& prompts =
       options.prompts.empty() ? TunePrompts() : options.prompts;
   TuneReport report;
-  for (int d : depths) report.results.push_back({d});
+  for (int d : depths) {
+    TuneMeasurement m;
+    m.depth = d;
+    report.results.push_back(std::move(m));
+  }
   std::vector<SpeculativeStats> spec(depths.size());
   const int total = static_cast<int>(prompts.size() * depths.size());
   int done = 0;

@@ -9,9 +9,10 @@ KernelCap KernelCapFromEnvironment() {
   static const KernelCap cap = [] {
     const char* value = std::getenv("MTPLX_KERNELS");
     const std::string name = value ? value : "";
+    if (name == "avx512") return KernelCap::kAvx512;
     if (name == "avx2") return KernelCap::kAvx2;
     if (name == "portable") return KernelCap::kPortable;
-    return KernelCap::kAvx512;
+    return KernelCap::kAmx;
   }();
   return cap;
 }
@@ -21,7 +22,7 @@ bool Avx512FKernelsEnabled() {
   static const bool enabled = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") != 0 &&
-           KernelCapFromEnvironment() == KernelCap::kAvx512;
+           KernelCapFromEnvironment() >= KernelCap::kAvx512;
   }();
   return enabled;
 #else

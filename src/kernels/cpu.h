@@ -5,10 +5,10 @@
 
 namespace mtplx::kernels {
 
-enum class KernelCap { kPortable, kAvx2, kAvx512 };
+enum class KernelCap { kPortable, kAvx2, kAvx512, kAmx };
 
-// The cap MTPLX_KERNELS names (avx512, avx2 or portable; unset or unknown: no cap). It only
-// lowers what the CPU supports, never raises it. Read once per process.
+// The cap MTPLX_KERNELS names (amx, avx512, avx2 or portable; unset or unknown: no cap). It
+// only lowers what the CPU supports, never raises it. Read once per process.
 KernelCap KernelCapFromEnvironment();
 
 // AVX512F present and not capped below AVX-512: the attention, Gated DeltaNet and sampler scan

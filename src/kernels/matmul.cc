@@ -11,6 +11,7 @@
 #include "kernels/affine_quant.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul_avx2.h"
+#include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/matmul_neon.h"
 #include "kernels/matmul_plain.h"
@@ -133,11 +134,12 @@ void ForEachRow(const Matrix& w, int64_t m_rows, ThreadPool* pool,
 
 // The int8 kernels this process runs: the best the CPU supports, capped by MTPLX_KERNELS
 // (kernels/cpu.h).
-enum class QuantIsa { kPortable, kAvx2, kAvx512, kNeonDot };
+enum class QuantIsa { kPortable, kAvx2, kAvx512, kAmx, kNeonDot };
 
 QuantIsa DetectQuantIsa() {
   const KernelCap cap = KernelCapFromEnvironment();
-  if (avx512::Supported() && cap == KernelCap::kAvx512) return QuantIsa::kAvx512;
+  if (cap == KernelCap::kAmx && amx::Supported()) return QuantIsa::kAmx;
+  if (avx512::Supported() && cap >= KernelCap::kAvx512) return QuantIsa::kAvx512;
   if (avx2::Supported() && cap != KernelCap::kPortable) return QuantIsa::kAvx2;
   if (neon::Supported() && cap != KernelCap::kPortable) return QuantIsa::kNeonDot;
   return QuantIsa::kPortable;
@@ -148,7 +150,9 @@ QuantIsa SelectedIsa() {
   return isa;
 }
 
-bool Avx512KernelsAvailable() { return SelectedIsa() == QuantIsa::kAvx512; }
+bool Avx512KernelsAvailable() {
+  return SelectedIsa() == QuantIsa::kAvx512 || SelectedIsa() == QuantIsa::kAmx;
+}
 bool Int8KernelsAvailable() { return SelectedIsa() != QuantIsa::kPortable; }
 
 // Activations prepared for the kernels of matrices with `cols` columns and groups of
@@ -183,6 +187,8 @@ using Int8Kernel = void (*)(const Matrix&, int64_t, const PreparedActivations&, 
 
 Int8Kernel PanelKernel() {
   switch (SelectedIsa()) {
+    case QuantIsa::kAmx:
+      return amx::PanelInt8;
     case QuantIsa::kAvx512:
       return avx512::PanelInt8;
     case QuantIsa::kNeonDot:
@@ -348,6 +354,8 @@ bool PanelKernelAvailable() { return Int8KernelsAvailable(); }
 
 const char* QuantKernelName() {
   switch (SelectedIsa()) {
+    case QuantIsa::kAmx:
+      return "amx-int8";
     case QuantIsa::kAvx512:
       return "avx512-vnni";
     case QuantIsa::kAvx2:

@@ -102,8 +102,12 @@ Json PackConfig(Json config, const ConvertOptions& o, int mtp_bits, const Conver
 
 std::vector<TensorJob> Jobs(const std::deque<PlannedTensor>& tensors) {
   std::vector<TensorJob> jobs;
-  for (const PlannedTensor& t : tensors)
-    jobs.push_back({&t, {[&t](int64_t r, float* out) { t.Row(r, out); }, t.Raw()}});
+  for (const PlannedTensor& t : tensors) {
+    TensorSource source;
+    source.row = [&t](int64_t r, float* out) { t.Row(r, out); };
+    source.raw = t.Raw();
+    jobs.push_back({&t, std::move(source)});
+  }
   return jobs;
 }
 

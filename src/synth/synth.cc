@@ -81,9 +81,11 @@ std::vector<pack::TensorJob> Jobs(const Plan& plan, uint64_t seed) {
   std::vector<pack::TensorJob> jobs;
   for (const Physical& p : plan.physicals) {
     const bool round_bf16 = p.dtype != DType::kF32 || p.bits;
-    jobs.push_back({&p, {[&p, seed, round_bf16](int64_t r, float* out) {
-                      PhysicalRow(p, seed, r, round_bf16, out);
-                    }}});
+    pack::TensorSource source;
+    source.row = [&p, seed, round_bf16](int64_t r, float* out) {
+      PhysicalRow(p, seed, r, round_bf16, out);
+    };
+    jobs.push_back({&p, std::move(source)});
   }
   return jobs;
 }

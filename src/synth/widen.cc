@@ -159,11 +159,12 @@ Widened Plan(const std::string& name, Matrix source, Role role, DType dense_dtyp
   if (w.role.conv)
     w.stored.file_shape =
         w.conv_hf_order ? std::vector<int64_t>{rows, 1, cols} : std::vector<int64_t>{rows, cols, 1};
-  const bool quantize = o.bits > 0 && !w.role.vector && !w.role.conv;
+  const int bits = w.file == "mtp" && o.mtp_bits >= 0 ? o.mtp_bits : o.bits;
+  const bool quantize = bits > 0 && !w.role.vector && !w.role.conv;
   w.stored.dtype = !quantize          ? dense_dtype
                    : source.quantized ? source.quant.scale_dtype
                                       : DType::kBF16;
-  w.stored.bits = quantize ? o.bits : 0;
+  w.stored.bits = quantize ? bits : 0;
   w.stored.group_size = o.group_size;
   return w;
 }
@@ -245,6 +246,10 @@ Status CheckOptions(const WidenOptions& o, const io::ModelConfig& c) {
     return InvalidArgument("the Hugging Face layout is dense: --format hf takes --bits 0");
   if (o.bits != 0 && !kernels::IsSupportedAffineBits(o.bits))
     return InvalidArgument(StrCat("--bits ", o.bits, " is not one of 0, 2, 3, 4, 5, 6, 8"));
+  if (o.mtp_bits > 0 && (!kernels::IsSupportedAffineBits(o.mtp_bits) || o.bits == 0))
+    return InvalidArgument(
+        StrCat("--mtp-bits ", o.mtp_bits,
+               " needs a quantized output (--bits) and one of 2, 3, 4, 5, 6, 8"));
   if (!kernels::IsSupportedGroupSize(o.group_size))
     return InvalidArgument(StrCat("--group-size ", o.group_size, " is not 32, 64 or 128"));
   if (c.num_experts > 0)
@@ -259,7 +264,8 @@ Status CheckOptions(const WidenOptions& o, const io::ModelConfig& c) {
 
 // config.json of the wide model: every count of units times K, embeddings untied, the
 // quantization entries describing what was written.
-Json WideConfig(const std::string& from_dir, const WidenOptions& o, bool mtp_sidecar) {
+Json WideConfig(const std::string& from_dir, const WidenOptions& o, bool mtp_sidecar,
+                const std::vector<std::string>& mtp_modules) {
   Json config = Json::parse(*ReadTextFile(JoinPath(from_dir, "config.json")), nullptr, false);
   Json& text = config.contains("text_config") ? config["text_config"] : config;
   for (const char* key : {"hidden_size", "num_attention_heads", "num_key_value_heads",
@@ -273,8 +279,15 @@ Json WideConfig(const std::string& from_dir, const WidenOptions& o, bool mtp_sid
   if (o.bits > 0) {
     const Json q = {{"group_size", o.group_size}, {"bits", o.bits}, {"mode", "affine"}};
     config["quantization"] = q;
-    config["quantization_config"] = q;
-    if (mtp_sidecar) config["mtplx_mtp_quantization"] = q;
+    // MTP matrices at other bits: per-module entries, as MLX writes mixed quantization.
+    if (o.mtp_bits > 0 && o.mtp_bits != o.bits)
+      for (const std::string& module : mtp_modules)
+        config["quantization"][module] = {{"group_size", o.group_size}, {"bits", o.mtp_bits}};
+    config["quantization_config"] = config["quantization"];
+    if (mtp_sidecar)
+      config["mtplx_mtp_quantization"] = {{"group_size", o.group_size},
+                                          {"bits", o.mtp_bits > 0 ? o.mtp_bits : o.bits},
+                                          {"mode", "affine"}};
   }
   if (o.hf_layout) {  // the MTP head is inline; norms are zero-centred like the trunk's
     config.erase("mlx_lm_extra_tensors");
@@ -303,7 +316,7 @@ Status CopyModelFiles(const std::string& from, const std::string& to, const Wide
       runtime["forge_provenance"]["widened"] = {
           {"factor", o.factor}, {"bits", o.bits}, {"group_size", o.group_size}};
       if (runtime.contains("mtp_contract") && runtime["mtp_contract"].is_object()) {
-        runtime["mtp_contract"]["mtp_quant_bits"] = o.bits;
+        runtime["mtp_contract"]["mtp_quant_bits"] = o.mtp_bits > 0 ? o.mtp_bits : o.bits;
         runtime["mtp_contract"]["mtp_quant_group_size"] = o.group_size;
         runtime["mtp_contract"]["mtp_prequantized"] = o.bits > 0;
       }
@@ -384,8 +397,13 @@ Status WriteWidenedCheckpoint(const WidenOptions& o) {
     MTPLX_RETURN_IF_ERROR(pack::WriteTensorFile(JoinPath(staging.path(), "mtp.safetensors"),
                                                 mtp_jobs, "mlx", pool, progress));
   progress.Finish();
-  MTPLX_RETURN_IF_ERROR(WriteTextFile(JoinPath(staging.path(), "config.json"),
-                                      WideConfig(o.from_dir, o, !mtp_jobs.empty()).dump(2) + "\n"));
+  std::vector<std::string> mtp_modules;
+  for (const Widened& w : tensors)
+    if (w.stored.bits > 0 && StartsWith(w.stored.name, "mtp."))
+      mtp_modules.push_back(w.stored.Module());
+  MTPLX_RETURN_IF_ERROR(
+      WriteTextFile(JoinPath(staging.path(), "config.json"),
+                    WideConfig(o.from_dir, o, !mtp_jobs.empty(), mtp_modules).dump(2) + "\n"));
   MTPLX_RETURN_IF_ERROR(CopyModelFiles(o.from_dir, staging.path(), o));
   return staging.Commit();
 }

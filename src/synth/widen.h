@@ -24,6 +24,9 @@ struct WidenOptions {
   std::string out_dir;
   int factor = 2;  // K: a power of two, 2..64
   int bits = 0;    // 0: dense bf16; else MLX affine bits of every matrix
+  // Bits of the MTP head's matrices (-1: `bits`): a smaller draft step (its bytes are the cost of
+  // drafting on a memory-bound machine) for some loss of acceptance.
+  int mtp_bits = -1;
   // Hugging Face layout (Qwen3_5ForCausalLM names, zero-centred norms, conv1d [C, 1, K], the MTP
   // head inline, dense only); false: the source's own layout.
   bool hf_layout = false;

@@ -12,6 +12,7 @@
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "kernels/affine_quant.h"
+#include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/matmul_neon.h"
@@ -216,7 +217,8 @@ TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
     bool supported;
     void (*panel)(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t);
   };
-  const Isa isas[] = {{"avx512", avx512::Supported(), avx512::PanelInt8},
+  const Isa isas[] = {{"amx", amx::Supported(), amx::PanelInt8},
+                      {"avx512", avx512::Supported(), avx512::PanelInt8},
                       {"avx2", avx2::Supported(), avx2::PanelInt8},
                       {"neon", neon::Supported(), neon::PanelInt8}};
   int ran = 0;
@@ -226,7 +228,7 @@ TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
         const int64_t rows = 48, cols = group == 32 ? 32 * 9 : 3 * 128, groups = cols / group;
         TestMatrix t = MakePanelled(rows, cols, bits, group, bits * 7 + group);
         t.m.quant.streamed = streamed;
-        for (int64_t m_rows : {1, 2, 3, 4, 5, 9}) {
+        for (int64_t m_rows : {1, 2, 3, 4, 5, 9, 16, 17, 40}) {
           const auto x = RandomValues(m_rows * cols, bits + m_rows, 2.0f);
           const int64_t stride = X8Stride(cols);
           std::vector<int8_t> x8(m_rows * stride);

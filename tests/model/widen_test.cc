@@ -92,7 +92,9 @@ void ExpectSameFunction(const std::string& original, const std::string& wide, in
   const Outputs x = RunModel(*a, tokens), y = RunModel(*b, tokens);
   EXPECT_LE(RelativeDifference(x.logits, y.logits), tolerance);
   ASSERT_EQ(a->has_mtp(), b->has_mtp());
-  if (a->has_mtp()) EXPECT_LE(RelativeDifference(x.draft_logits, y.draft_logits), tolerance);
+  if (a->has_mtp()) {
+    EXPECT_LE(RelativeDifference(x.draft_logits, y.draft_logits), tolerance);
+  }
   // Greedy speculation: the same tokens, accepted the same way.
   engine::GenerateRequest request;
   request.prompt = tokens;
