@@ -80,16 +80,22 @@ nlohmann::json Projection(const engine::BenchReport& r, const std::vector<double
   return out;
 }
 
+// {"1": values[0], "2": values[1], ...}: quantities by row count m.
+nlohmann::json Indexed(const std::vector<double>& values) {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t i = 0; i < values.size(); ++i) out[std::to_string(i + 1)] = values[i];
+  return out;
+}
+
 nlohmann::json ReportJson(const engine::BenchReport& r, const model::Model& m,
                           const std::vector<double>& acceptance) {
-  nlohmann::json verify = nlohmann::json::object(), prefill = nlohmann::json::object();
-  for (size_t i = 0; i < r.verify_cost.size(); ++i)
-    verify[std::to_string(i + 1)] = r.verify_cost[i];
+  nlohmann::json verify = Indexed(r.verify_cost), prefill = nlohmann::json::object();
   for (const auto& [tokens, tok_s] : r.prefill_tok_s) prefill[std::to_string(tokens)] = tok_s;
   return {{"model", m.dir()},
           {"threads", r.threads},
           {"context", r.context},
           {"weight_bytes", m.weight_bytes()},
+          {"load_s", m.load_seconds()},
           {"activations", ActivationsName(m)},
           {"kernels", model::Model::KernelsName()},
           {"draft_head_bits", m.draft_head_bits()},
@@ -104,6 +110,8 @@ nlohmann::json ReportJson(const engine::BenchReport& r, const model::Model& m,
           {"state_bytes_per_token", r.state_bytes_per_token},
           {"bandwidth_utilization", r.bandwidth_utilization()},
           {"verify_cost", verify},
+          {"verify_bound", Indexed(r.verify_bound)},
+          {"arithmetic_s", Indexed(r.arithmetic_seconds)},
           {"draft_cost_ratio",
            r.draft_cost_ratio ? nlohmann::json(*r.draft_cost_ratio) : nlohmann::json(nullptr)},
           {"prefill_tok_s", prefill},
@@ -129,6 +137,8 @@ void PrintTable(const engine::BenchReport& r, const model::Model& m,
               model::Model::KernelsName(), head.c_str());
   std::printf("  %-26s %.2f GB/s (triad %.2f GB/s, %s arrays)\n", "memory read bandwidth",
               r.bandwidth.read_gbs, r.bandwidth.triad_gbs, HumanBytes(r.bandwidth.bytes).c_str());
+  std::printf("  %-26s %.2f s (%.2f GB/s of checkpoint)\n", "load", m.load_seconds(),
+              static_cast<double>(m.weight_bytes()) / 1e9 / std::max(m.load_seconds(), 1e-9));
   std::printf("  %-26s %.2f tok/s\n", "AR decode", r.decode_tok_s);
   std::printf("  %-26s %s (weights %s + state %s)\n", "bytes per token",
               DecimalBytes(r.bytes_per_token()).c_str(),
@@ -139,6 +149,15 @@ void PrintTable(const engine::BenchReport& r, const model::Model& m,
   for (size_t i = 0; i < r.verify_cost.size(); ++i)
     std::printf(" v(%zu)=%.2f", i + 1, r.verify_cost[i]);
   std::printf("\n");
+  if (!r.verify_bound.empty()) {
+    std::printf("  %-26s", "roofline v*(m)");
+    for (size_t i = 0; i < r.verify_bound.size(); ++i)
+      std::printf(" v*(%zu)=%.2f", i + 1, r.verify_bound[i]);
+    std::printf("\n  %-26s", "v(m) / v*(m)");
+    for (size_t i = 0; i < r.verify_bound.size() && i < r.verify_cost.size(); ++i)
+      std::printf("  %zu: %.2f ", i + 1, r.verify_cost[i] / r.verify_bound[i]);
+    std::printf("\n");
+  }
   if (r.draft_cost_ratio) std::printf("  %-26s %.3f\n", "draft cost ratio c", *r.draft_cost_ratio);
   for (const auto& [tokens, tok_s] : r.prefill_tok_s)
     std::printf("  %-26s %.1f tok/s\n", StrCat("prefill ", tokens, " tokens").c_str(), tok_s);
@@ -229,6 +248,9 @@ Runner AddBenchCommand(CLI::App& app) {
       "Formulae (times are medians of interleaved samples):\n"
       "  bandwidth_utilization = bytes_per_token * decode_tok_s / read bandwidth\n"
       "  v(m) = time(verify forward of m rows) / time(1 row), m = 1..8\n"
+      "  v*(m) = max(S, A(m)) / max(S, A(1)), the roofline of v(m): S = decode weight bytes /\n"
+      "         read bandwidth, A(m) = matmul time of m rows with the weights in cache (a slice\n"
+      "         of one of the model's matrices, scaled to all decode weights)\n"
       "  c    = time(one MTP draft step) / time(one AR decode step)\n"
       "  projected speedup at depth D with conditional acceptances a1..aD:\n"
       "    E = 1 + a1 + a1*a2 + ... + a1*...*aD   (expected tokens per cycle)\n"

@@ -120,8 +120,10 @@ int RunServe(const ServeFlags& f) {
       f.cache_mib < 0 ? AutomaticCacheBytes() : static_cast<uint64_t>(f.cache_mib * 1024 * 1024);
   const std::string tuned = ApplyTunedDepth(options);
   if (!tuned.empty() && !f.quiet) std::fprintf(stderr, "[mtplx] %s\n", tuned.c_str());
+  ApplyKnownMtpCheck(options);
   auto engine = engine::Engine::Open(options);
   if (!engine.ok()) return ReportError(engine.status().message());
+  RememberMtpCheck(**engine);
   s.defaults.model_id = f.model_id.empty() ? FolderName(options.model_dir) : f.model_id;
   if (f.temperature >= 0) s.defaults.temperature = f.temperature;
   if (f.top_p >= 0) s.defaults.top_p = f.top_p;

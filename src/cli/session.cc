@@ -93,7 +93,9 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   options.draft_top_p = flags.draft_top_p;
   options.draft_top_k = flags.draft_top_k;
   s->tuned_notice_ = ApplyTunedDepth(options);
+  ApplyKnownMtpCheck(options);
   MTPLX_ASSIGN_OR_RETURN(s->engine_, engine::Engine::Open(options));
+  RememberMtpCheck(*s->engine_);
   return s;
 }
 

@@ -40,7 +40,34 @@ std::vector<double> MeasuredCycleCosts(const io::TuningRecord& record) {
   return costs.size() >= 2 ? costs : std::vector<double>{};
 }
 
+// What the check's result depends on: the weights, the draft head the engine builds, the hidden
+// variant fed to the head, and the engine.
+Result<std::string> MtpCheckKey(const engine::EngineOptions& options) {
+  MTPLX_ASSIGN_OR_RETURN(std::string model, io::TuningModelId(options.model_dir));
+  MTPLX_ASSIGN_OR_RETURN(std::string written, io::WeightFilesStamp(options.model_dir));
+  return StrCat(model, " | files ", written, " | draft head ", options.load.draft_head_bits,
+                " bits, vocab ", options.load.draft_vocab,
+                options.pre_norm_hidden ? " | pre-norm hidden" : "", " | mtplx ",
+                pack::MtplxVersion());
+}
+
 }  // namespace
+
+void ApplyKnownMtpCheck(engine::EngineOptions& options) {
+  if (options.no_mtp || options.skip_mtp_check) return;
+  auto key = MtpCheckKey(options);
+  if (!key.ok()) return;
+  options.known_mtp_acceptance = io::LoadMtpCheck(io::TuningStorePath(), *key);
+}
+
+void RememberMtpCheck(const engine::Engine& engine) {
+  const auto acceptance = engine.measured_mtp_acceptance();
+  if (!acceptance) return;
+  auto key = MtpCheckKey(engine.options());
+  if (!key.ok()) return;
+  // A cache: failing to write it only costs the next start the probe.
+  (void)io::StoreMtpCheck(io::TuningStorePath(), *key, *acceptance);
+}
 
 std::string ApplyTunedDepth(engine::EngineOptions& options) {
   if (options.depth > 0 || options.no_mtp) return "";

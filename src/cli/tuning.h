@@ -19,4 +19,10 @@ Result<io::TuningKey> TuningKeyFor(const std::string& model_dir, int threads);
 // `options`, and a line saying so; "" when nothing is stored for this machine.
 std::string ApplyTunedDepth(engine::EngineOptions& options);
 
+// The MTP load check measured once per model, draft-head setup and engine version: puts a stored
+// acceptance into `options` (the engine then skips the probe run) ...
+void ApplyKnownMtpCheck(engine::EngineOptions& options);
+// ... and stores the one an engine measured while opening.
+void RememberMtpCheck(const engine::Engine& engine);
+
 }  // namespace mtplx::cli

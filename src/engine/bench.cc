@@ -6,9 +6,13 @@
 
 #include "base/process_stats.h"
 #include "base/progress.h"
+#include "base/rng.h"
 #include "base/strings.h"
 #include "base/timer.h"
 #include "engine/generator.h"
+#include "kernels/affine_quant.h"
+#include "kernels/matmul.h"
+#include "model/draft_head.h"
 
 namespace mtplx::engine {
 namespace {
@@ -263,6 +267,55 @@ Status BenchRun::MeasurePrefill(BenchReport& report) {
   return Status::Ok();
 }
 
+// A quantized matrix of the model that every decoder layer has (the first MLP's up projection,
+// else the output head), or nullptr.
+const Matrix* RepresentativeMatrix(const model::Model& model) {
+  for (const model::LayerWeights& layer : model.weights().layers)
+    if (!layer.is_moe && layer.mlp.up.quantized) return &layer.mlp.up;
+  const Matrix& head = model.weights().lm_head;
+  return head.quantized ? &head : nullptr;
+}
+
+// A(m) for m = 1..max_rows (see BenchReport::verify_bound): about 1 MiB of rows per thread, so
+// each thread's share stays in its L2 and the time is the kernel's arithmetic, not the stream.
+Result<std::vector<double>> MatmulArithmeticSeconds(const model::Model& model, int max_rows,
+                                                    double min_seconds) {
+  const Matrix* source = RepresentativeMatrix(model);
+  if (!source) return std::vector<double>{};
+  ThreadPool* pool = model.pool();
+  const uint64_t row_bytes = std::max<uint64_t>(source->StorageBytes() / source->rows, 1);
+  const int64_t wanted = static_cast<int64_t>((uint64_t{1} << 20) * pool->size() / row_bytes);
+  const int64_t rows = std::min(source->rows, std::max<int64_t>(16, wanted / 16 * 16));
+  // Its first rows, dequantized and quantized again (a panelled matrix has no row slices).
+  std::vector<float> dense(static_cast<size_t>(rows * source->cols));
+  for (int64_t r = 0; r < rows; ++r)
+    kernels::DequantizeRow(*source, r, dense.data() + r * source->cols);
+  MTPLX_ASSIGN_OR_RETURN(
+      auto slice,
+      model::DraftHead::Quantize(Matrix::Dense(rows, source->cols, DType::kF32, dense.data()),
+                                 source->quant.bits, source->quant.group_size, pool));
+  if (model.activations() == kernels::Activations::kInt8 && kernels::PanelKernelAvailable())
+    slice->RepackToPanels(pool, /*streamed=*/false);
+  const Matrix& w = slice->matrix();
+  SplitMix64 rng(7);
+  std::vector<float> x(static_cast<size_t>(max_rows * w.cols)), y(max_rows * w.rows);
+  for (float& v : x) v = static_cast<float>(rng.Uniform(-1.0, 1.0));
+  const double scale =
+      static_cast<double>(model.DecodeWeightBytes()) / static_cast<double>(w.StorageBytes());
+  std::vector<double> out;
+  for (int m = 1; m <= max_rows; ++m) {
+    MTPLX_ASSIGN_OR_RETURN(const double seconds, SecondsPerCall(
+                                                     min_seconds, INT64_MAX, [](int64_t) {},
+                                                     [&](int64_t) {
+                                                       kernels::MatMul(w, x.data(), m, y.data(),
+                                                                       pool, model.activations());
+                                                       return Status::Ok();
+                                                     }));
+    out.push_back(seconds * scale);
+  }
+  return out;
+}
+
 Result<BenchReport> BenchRun::Run() {
   BenchReport report;
   report.threads = model_.pool()->size();
@@ -275,12 +328,26 @@ Result<BenchReport> BenchRun::Run() {
   report.bandwidth = MeasureMemoryBandwidth(*model_.pool(), bandwidth);
   Tick();
   MTPLX_RETURN_IF_ERROR(MeasureSteps(report));
+  MTPLX_ASSIGN_OR_RETURN(
+      report.arithmetic_seconds,
+      MatmulArithmeticSeconds(model_, options_.max_verify_rows, options_.min_sample_seconds));
+  report.verify_bound = VerifyBound(report);
   MTPLX_RETURN_IF_ERROR(MeasurePrefill(report));
   if (progress_) progress_->Finish();
   return report;
 }
 
 }  // namespace
+
+std::vector<double> VerifyBound(const BenchReport& report) {
+  std::vector<double> bound;
+  if (report.arithmetic_seconds.empty() || report.bandwidth.read_gbs <= 0) return bound;
+  const double stream =
+      static_cast<double>(report.weight_bytes_per_token) / (report.bandwidth.read_gbs * 1e9);
+  const double one = std::max(stream, report.arithmetic_seconds[0]);
+  for (double a : report.arithmetic_seconds) bound.push_back(std::max(stream, a) / one);
+  return bound;
+}
 
 double BenchReport::bandwidth_utilization() const {
   return bandwidth.read_gbs > 0

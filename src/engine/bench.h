@@ -37,6 +37,12 @@ struct BenchReport {
   uint64_t weight_bytes_per_token = 0;  // Model::DecodeWeightBytes()
   uint64_t state_bytes_per_token = 0;   // KV rows and DeltaNet state one step reads at `context`
   std::vector<double> verify_cost;      // [m - 1] = v(m) = time(verify m rows) / time(1 row)
+  // The roofline of a verify: [m - 1] = max(S, A(m)) / max(S, A(1)), where S streams the decode
+  // weights once at the read bandwidth and A(m) is the matmul arithmetic of m rows with the
+  // weights in cache (timed on a cache-sized slice of one of the model's matrices at its bits and
+  // group size, scaled to all decode weights). Empty for unquantized models.
+  std::vector<double> verify_bound;
+  std::vector<double> arithmetic_seconds;  // [m - 1] = A(m)
   // time(one MTP draft step) / time(one AR step); nullopt when the model has no MTP head.
   std::optional<double> draft_cost_ratio;
   std::vector<std::pair<int64_t, double>> prefill_tok_s;  // (prompt tokens, tok/s)
@@ -50,6 +56,9 @@ struct BenchReport {
 };
 
 Result<BenchReport> RunBench(const model::Model& model, const BenchOptions& options);
+
+// BenchReport::verify_bound from its bandwidth, decode weight bytes and arithmetic_seconds.
+std::vector<double> VerifyBound(const BenchReport& report);
 
 // Speedup of depth-D speculation over plain decoding, in AR-step units:
 //   E = 1 + a1 + a1 a2 + ... + a1 ... aD   (expected tokens per cycle)

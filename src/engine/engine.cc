@@ -92,15 +92,22 @@ void Engine::ChooseMode() {
     return;
   }
   if (!options_.skip_mtp_check) {
-    const auto probe =
-        tokenizer_->Encode("The quick brown fox jumps over the lazy dog.\ndef main():\n", false);
-    auto check = CheckMtp(*model_, probe);
-    if (!check.ok()) {
-      notice_ = "MTP check failed (" + check.status().message() + "): plain decoding";
-      return;
+    MtpCheck check;
+    if (options_.known_mtp_acceptance) {
+      check = JudgeMtpAcceptance(*model_, *options_.known_mtp_acceptance);
+    } else {
+      const auto probe =
+          tokenizer_->Encode("The quick brown fox jumps over the lazy dog.\ndef main():\n", false);
+      auto measured = CheckMtp(*model_, probe);
+      if (!measured.ok()) {
+        notice_ = "MTP check failed (" + measured.status().message() + "): plain decoding";
+        return;
+      }
+      check = *measured;
+      measured_mtp_acceptance_ = check.acceptance;
     }
-    if (!check->usable) {
-      notice_ = "MTP disabled: " + check->reason + "; decoding without speculation";
+    if (!check.usable) {
+      notice_ = "MTP disabled: " + check.reason + "; decoding without speculation";
       return;
     }
   }

@@ -41,6 +41,9 @@ struct EngineOptions {
   // (0: the pack's default).
   bool no_mtp = false;
   bool skip_mtp_check = false;
+  // The load check's acceptance from an earlier start (io::LoadMtpCheck): judged as if measured,
+  // without running the probe.
+  std::optional<double> known_mtp_acceptance;
   int depth = 0;
   // Each cycle's depth follows live acceptance (up to `depth`); false pins it (--depth).
   bool adaptive_depth = true;
@@ -181,6 +184,8 @@ class Engine {
   // The draft depth when speculating (0: plain decoding), and why speculation is off if it is.
   int depth() const { return speculate_ ? depth_ : 0; }
   const std::string& notice() const { return notice_; }
+  // The acceptance the load check measured in this Open (nullopt: not run, or known beforehand).
+  std::optional<double> measured_mtp_acceptance() const { return measured_mtp_acceptance_; }
   // Speculation on or off for later requests (on only works if the head passed its check).
   void SetSpeculation(bool on) { speculate_ = on && depth_ > 0; }
   MemoryPlan memory_plan() const;
@@ -211,6 +216,7 @@ class Engine {
   std::vector<double> cycle_costs_;  // for adaptive depth
   std::atomic<bool> speculate_{false};
   std::string notice_;
+  std::optional<double> measured_mtp_acceptance_;
   std::unique_ptr<SessionBank> bank_;  // touched only on the engine thread
 
   mutable std::mutex mutex_;

@@ -21,7 +21,12 @@ Result<MtpCheck> CheckMtp(const model::Model& model, const std::vector<int32_t>&
   MTPLX_ASSIGN_OR_RETURN(SpeculativeResult run,
                          GenerateSpeculative(model, request, options, nullptr));
   const auto acceptance = run.speculative.AcceptanceByDepth();
-  check.acceptance = acceptance.empty() ? 0.0 : acceptance[0];
+  return JudgeMtpAcceptance(model, acceptance.empty() ? 0.0 : acceptance[0]);
+}
+
+MtpCheck JudgeMtpAcceptance(const model::Model& model, double acceptance) {
+  MtpCheck check;
+  check.acceptance = acceptance;
   check.usable = check.acceptance >= kMinUsableAcceptance;
   if (!check.usable) {
     check.reason = StrFormat(

@@ -21,6 +21,9 @@ struct MtpCheck {
 
 inline constexpr double kMinUsableAcceptance = 0.10;
 
+// Whether a head with this depth-1 greedy acceptance is worth speculating with, and why not.
+MtpCheck JudgeMtpAcceptance(const model::Model& model, double acceptance);
+
 // Runs `probe` (token ids) greedily with depth 1 for `tokens` new tokens.
 Result<MtpCheck> CheckMtp(const model::Model& model, const std::vector<int32_t>& probe,
                           int tokens = 24);

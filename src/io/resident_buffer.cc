@@ -4,9 +4,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "base/strings.h"
 
@@ -43,30 +48,68 @@ Result<ResidentBuffer> ResidentBuffer::Allocate(size_t size) {
   return buffer;
 }
 
+namespace {
+
+// Reads [offset, offset + size) of `fd` into `out` with several threads: copying out of the page
+// cache and faulting in fresh pages are per-core work, so one thread reads far below memory speed.
+// Each thread claims the next chunk; the first error stops the others.
+Status ParallelRead(int fd, const std::string& path, uint64_t offset, size_t size, uint8_t* out,
+                    ProgressBar* progress) {
+  constexpr size_t kChunk = 32u << 20;
+  const size_t chunks = (size + kChunk - 1) / kChunk;
+  const unsigned threads = static_cast<unsigned>(
+      std::min<size_t>({chunks, std::max(1u, std::thread::hardware_concurrency()), 8}));
+  std::atomic<size_t> next{0}, done_bytes{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  Status error = Status::Ok();
+  size_t reported = 0;  // bytes already added to the bar (which spans every file)
+  const auto report = [&] {
+    const size_t now = done_bytes;
+    if (progress && now > reported) progress->Add(now - reported);
+    reported = now;
+  };
+  const auto worker = [&](bool reports_progress) {
+    for (size_t c = next++; c < chunks && !failed; c = next++) {
+      const size_t begin = c * kChunk, end = std::min(size, begin + kChunk);
+      size_t at = begin;
+      while (at < end) {
+        const ssize_t got = pread(fd, out + at, end - at, static_cast<off_t>(offset + at));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!failed.exchange(true))
+            error = DataLoss(StrCat(path, ": file ends after ", offset + at, " bytes, expected ",
+                                    offset + size,
+                                    got < 0 ? StrCat(" (", std::strerror(errno), ")") : ""));
+          return;
+        }
+        at += static_cast<size_t>(got);
+      }
+      done_bytes += end - begin;
+      if (reports_progress) report();
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(worker, false);
+  worker(true);  // only this thread draws the bar (ProgressBar is not thread-safe)
+  for (std::thread& h : helpers) h.join();
+  report();
+  return error;
+}
+
+}  // namespace
+
 Result<ResidentBuffer> ResidentBuffer::ReadFile(const std::string& path, uint64_t offset,
                                                 size_t size, ProgressBar* progress) {
   MTPLX_ASSIGN_OR_RETURN(ResidentBuffer buffer, Allocate(size));
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NotFound(StrCat(path, ": cannot open (", std::strerror(errno), ")"));
-  posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  size_t done = 0;
-  constexpr size_t kChunk = 64u << 20;
-  while (done < size) {
-    const size_t want = size - done < kChunk ? size - done : kChunk;
-    const ssize_t got = pread(fd, buffer.data_ + done, want, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      close(fd);
-      return DataLoss(StrCat(path, ": file ends after ", offset + done, " bytes, expected ",
-                             offset + size,
-                             got < 0 ? StrCat(" (", std::strerror(errno), ")") : ""));
-    }
-    done += static_cast<size_t>(got);
-    if (progress) progress->Add(static_cast<uint64_t>(got));
-  }
-  // The page cache copy is no longer needed: the weights now live in our buffer.
-  posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(size), POSIX_FADV_DONTNEED);
+  // The page cache keeps its copy (reclaimable memory): the next start reads from it at memory
+  // speed instead of from the disk.
+  const Status read = ParallelRead(fd, path, offset, size, buffer.data_, progress);
   close(fd);
+  if (!read.ok()) return read;
   return buffer;
 }
 

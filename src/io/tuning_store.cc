@@ -1,5 +1,7 @@
 #include "io/tuning_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -61,6 +63,20 @@ Json ReadStore(const std::string& path) {
   return j.is_object() ? j : Json::object();
 }
 
+// Writes the whole store atomically: a staged file per process, then a rename.
+Status WriteStore(const std::string& path, const Json& store) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string staged = StrCat(path, ".", getpid(), ".tmp");
+  MTPLX_RETURN_IF_ERROR(WriteTextFile(staged, store.dump(2) + "\n"));
+  fs::rename(staged, path, ec);
+  if (ec) {
+    fs::remove(staged, ec);
+    return Internal(StrCat("cannot write ", path, ": ", ec.message()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string TuningKey::ToString() const {
@@ -90,6 +106,21 @@ Result<std::string> TuningModelId(const std::string& model_dir) {
   return name.filename().string() + "@" + digest.HexDigest().substr(0, 16);
 }
 
+Result<std::string> WeightFilesStamp(const std::string& model_dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(model_dir, ec)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".safetensors") continue;
+    const auto written = entry.last_write_time(ec).time_since_epoch().count();
+    files.push_back(StrCat(entry.path().filename().string(), "=", entry.file_size(), "@", written));
+  }
+  if (ec) return NotFound(StrCat(model_dir, ": cannot list the weight files (", ec.message(), ")"));
+  std::sort(files.begin(), files.end());
+  Sha256 digest;
+  for (const std::string& f : files) digest.Update(f + "\n");
+  return digest.HexDigest().substr(0, 16);
+}
+
 std::optional<TuningRecord> LoadTuning(const std::string& path, const TuningKey& key) {
   const Json store = ReadStore(path);
   const auto entries = store.find("entries");
@@ -104,13 +135,28 @@ Status StoreTuning(const std::string& path, const TuningKey& key, const TuningRe
   if (!store.contains("entries") || !store["entries"].is_object())
     store["entries"] = Json::object();
   store["entries"][key.ToString()] = RecordJson(record, key);
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  const std::string staged = path + ".tmp";
-  MTPLX_RETURN_IF_ERROR(WriteTextFile(staged, store.dump(2) + "\n"));
-  fs::rename(staged, path, ec);
-  if (ec) return Internal(StrCat("cannot write ", path, ": ", ec.message()));
-  return Status::Ok();
+  return WriteStore(path, store);
+}
+
+std::optional<double> LoadMtpCheck(const std::string& path, const std::string& key) {
+  const Json store = ReadStore(path);
+  const auto checks = store.find("mtp_checks");
+  if (checks == store.end() || !checks->is_object()) return std::nullopt;
+  const auto it = checks->find(key);
+  if (it == checks->end() || !it->is_object()) return std::nullopt;
+  const auto acceptance = it->find("acceptance");
+  if (acceptance == it->end() || !acceptance->is_number()) return std::nullopt;
+  const double a = acceptance->get<double>();
+  if (!(a >= 0.0 && a <= 1.0)) return std::nullopt;
+  return a;
+}
+
+Status StoreMtpCheck(const std::string& path, const std::string& key, double acceptance) {
+  Json store = ReadStore(path);
+  if (!store.contains("mtp_checks") || !store["mtp_checks"].is_object())
+    store["mtp_checks"] = Json::object();
+  store["mtp_checks"][key] = {{"acceptance", acceptance}};
+  return WriteStore(path, store);
 }
 
 }  // namespace mtplx::io

@@ -49,4 +49,14 @@ std::optional<TuningRecord> LoadTuning(const std::string& path, const TuningKey&
 // Stores (or replaces) the record for `key`, keeping every other entry; written atomically.
 Status StoreTuning(const std::string& path, const TuningKey& key, const TuningRecord& record);
 
+// A digest of the model folder's weight files' names, sizes and modification times: changes when
+// a file is rewritten even at the same size (a re-converted pack).
+Result<std::string> WeightFilesStamp(const std::string& model_dir);
+
+// The load check's greedy depth-1 acceptance (engine/mtp_check.h) for a model and draft-head
+// setup, under "mtp_checks". It depends on the weights and the engine, not on the CPU (every
+// kernel family gives the same logits), so it is measured once and later starts skip it.
+std::optional<double> LoadMtpCheck(const std::string& path, const std::string& key);
+Status StoreMtpCheck(const std::string& path, const std::string& key, double acceptance);
+
 }  // namespace mtplx::io

@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -31,6 +32,7 @@ std::vector<float> RopeInverseFrequencies(const io::ModelConfig& c) {
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Model> model(new Model());
   model->dir_ = dir;
   MTPLX_RETURN_IF_ERROR(io::CheckModelFolder(dir, /*need_tokenizer=*/false));
@@ -48,6 +50,8 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
   if (options.activations == kernels::Activations::kInt8 && kernels::PanelKernelAvailable())
     model->RepackForInt8Kernel();
   model->rope_inv_freq_ = RopeInverseFrequencies(model->config_);
+  model->load_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return model;
 }
 

@@ -97,6 +97,8 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   const std::string& dir() const { return dir_; }
   uint64_t weight_bytes() const { return checkpoint_->resident_bytes(); }
+  // Wall time of Load: reading the files, binding, preparing the draft head, repacking.
+  double load_seconds() const { return load_seconds_; }
   // Weight bytes one plain decode step reads: every trunk matrix (norms and other small vectors
   // left out), the lm_head (the embedding matrix when tied) and one row of the embedding table;
   // for MoE layers the router, the shared expert and experts_per_token routed experts of average
@@ -165,6 +167,7 @@ class Model {
   kernels::Activations activations_ = kernels::Activations::kF32;
   std::unique_ptr<DraftHead> draft_head_;
   std::vector<float> rope_inv_freq_;
+  double load_seconds_ = 0.0;
 };
 
 }  // namespace mtplx::model

@@ -66,6 +66,28 @@ TEST(TuneCliTest, MeasuresStoresAndRunAppliesTheStoredDepth) {
   EXPECT_EQ(Json::parse(two.output)["stats"]["depth"], 1);
 }
 
+// The MTP load check runs on the first start only; a stored result is trusted, so a head stored
+// as collapsed stays off until the store is cleared.
+TEST(TuneCliTest, TheMtpLoadCheckIsMeasuredOnceAndRemembered) {
+  Home home;
+  EXPECT_EQ(RunDepth(home, "--no-mtp"), 0);
+  EXPECT_FALSE(FileExists(home.store()));  // no check ran
+  EXPECT_EQ(RunDepth(home, ""), 1);
+  Json store = Json::parse(*ReadTextFile(home.store()));
+  ASSERT_EQ(store["mtp_checks"].size(), 1u) << store.dump();
+  for (auto& [key, check] : store["mtp_checks"].items()) {
+    EXPECT_GT(check["acceptance"].get<double>(), 0.5) << key;
+    check["acceptance"] = 0.01;
+  }
+  ASSERT_TRUE(WriteTextFile(home.store(), store.dump()).ok());
+  std::string log;
+  EXPECT_EQ(RunDepth(home, "", &log), 0);
+  EXPECT_NE(log.find("accepted 1% of greedy drafts"), std::string::npos) << log;
+  EXPECT_EQ(RunDepth(home, "--skip-mtp-check"), 1);
+  // Another draft head is another check.
+  EXPECT_EQ(RunDepth(home, "--draft-head-bits 8"), 1);
+}
+
 TEST(TuneCliTest, BadDepthsAreRefused) {
   Home home;
   for (const char* bad : {"0", "5", "1,x", ""}) {

@@ -68,6 +68,14 @@ TEST(BenchTest, EveryQuantityIsFiniteAndPositive) {
   ASSERT_EQ(r->verify_cost.size(), 8u);
   EXPECT_EQ(r->verify_cost[0], 1.0);
   for (double v : r->verify_cost) EXPECT_TRUE(FinitePositive(v)) << v;
+  if (m->weights().layers[0].mlp.up.quantized) {
+    ASSERT_EQ(r->verify_bound.size(), 8u);
+    ASSERT_EQ(r->arithmetic_seconds.size(), 8u);
+    EXPECT_EQ(r->verify_bound[0], 1.0);
+    for (double v : r->verify_bound) EXPECT_TRUE(FinitePositive(v)) << v;
+  } else {
+    EXPECT_TRUE(r->verify_bound.empty());
+  }
   ASSERT_TRUE(r->draft_cost_ratio.has_value());
   EXPECT_TRUE(FinitePositive(*r->draft_cost_ratio));
   ASSERT_EQ(r->prefill_tok_s.size(), 2u);
@@ -133,6 +141,19 @@ TEST(BenchTest, InvalidOptionsAreRefused) {
   o = TinyOptions();
   o.prefill_sizes = {0};
   EXPECT_FALSE(RunBench(*m, o).ok());
+}
+
+// v*(m) = max(S, A(m)) / max(S, A(1)): flat while the stream S dominates, then the arithmetic.
+TEST(VerifyBoundTest, IsTheStreamUntilTheArithmeticExceedsIt) {
+  BenchReport r;
+  r.bandwidth.read_gbs = 1.0;
+  r.weight_bytes_per_token = 1'000'000'000;  // S = 1 s
+  r.arithmetic_seconds = {0.25, 0.5, 1.0, 1.5, 3.0};
+  EXPECT_EQ(VerifyBound(r), (std::vector<double>{1.0, 1.0, 1.0, 1.5, 3.0}));
+  r.weight_bytes_per_token = 100'000'000;  // S = 0.1 s: compute-bound from one row
+  EXPECT_EQ(VerifyBound(r), (std::vector<double>{1.0, 2.0, 4.0, 6.0, 12.0}));
+  r.arithmetic_seconds.clear();
+  EXPECT_TRUE(VerifyBound(r).empty());
 }
 
 TEST(ProjectedSpeedupTest, FollowsTheFormula) {

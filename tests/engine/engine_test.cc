@@ -10,6 +10,7 @@
 #include <cmath>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,7 +22,8 @@ namespace mtplx::engine {
 namespace {
 
 std::unique_ptr<Engine> OpenTrained(uint64_t cache_bytes = 0, bool no_mtp = false,
-                                    int max_queue = 16) {
+                                    int max_queue = 16,
+                                    std::optional<double> known_acceptance = std::nullopt) {
   EngineOptions options;
   options.model_dir = testing::TrainedModelDir();
   options.load.show_progress = false;
@@ -32,6 +34,7 @@ std::unique_ptr<Engine> OpenTrained(uint64_t cache_bytes = 0, bool no_mtp = fals
   options.cache_bytes = cache_bytes;
   options.no_mtp = no_mtp;
   options.max_queue = max_queue;
+  options.known_mtp_acceptance = known_acceptance;
   auto engine = Engine::Open(options);
   EXPECT_TRUE(engine.ok()) << engine.status().ToString();
   return engine.ok() ? std::move(engine).value() : nullptr;
@@ -98,6 +101,24 @@ TEST(EngineTest, GreedySpeculativeEqualsPlain) {
     EXPECT_EQ(a->tokens, b->tokens) << prompt;
     EXPECT_GT(a->speculative.cycles, 0);
   }
+}
+
+// The load check runs once per model (the CLI stores its result): a known acceptance is judged
+// as a measured one would be, without the probe run.
+TEST(EngineTest, AKnownCheckResultReplacesTheProbeRun) {
+  auto measured = OpenTrained();
+  ASSERT_TRUE(measured);
+  ASSERT_TRUE(measured->measured_mtp_acceptance());
+  EXPECT_GT(*measured->measured_mtp_acceptance(), 0.5);
+  auto known = OpenTrained(0, false, 16, *measured->measured_mtp_acceptance());
+  ASSERT_TRUE(known);
+  EXPECT_FALSE(known->measured_mtp_acceptance());
+  EXPECT_EQ(known->depth(), measured->depth());
+  auto collapsed = OpenTrained(0, false, 16, 0.02);
+  ASSERT_TRUE(collapsed);
+  EXPECT_EQ(collapsed->depth(), 0);
+  EXPECT_NE(collapsed->notice().find("accepted 2% of greedy drafts"), std::string::npos)
+      << collapsed->notice();
 }
 
 TEST(EngineTest, StopStringsCutTheTextAndAreReported) {

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
+
 #include "base/file.h"
 #include "io/tuning_store.h"
 #include "support/test_support.h"
@@ -78,6 +81,24 @@ TEST(TuningStoreTest, RoundTripsPerKeyAndKeepsOtherEntries) {
   EXPECT_TRUE(io::LoadTuning(path, a));
 }
 
+TEST(TuningStoreTest, MtpChecksRoundTripBesideTheTuningEntries) {
+  const std::string path = testing::MakeTempDir("mtplx-tune") + "/tuning.json";
+  EXPECT_FALSE(io::LoadMtpCheck(path, "m@1 | head"));
+  io::TuningRecord r;
+  r.best_depth = 1;
+  const io::TuningKey key{"m@1", "CPU X", 2, "0.1.0"};
+  ASSERT_TRUE(io::StoreTuning(path, key, r).ok());
+  ASSERT_TRUE(io::StoreMtpCheck(path, "m@1 | head", 0.75).ok());
+  ASSERT_TRUE(io::StoreMtpCheck(path, "m@2 | head", 0.0).ok());
+  EXPECT_DOUBLE_EQ(*io::LoadMtpCheck(path, "m@1 | head"), 0.75);
+  EXPECT_DOUBLE_EQ(*io::LoadMtpCheck(path, "m@2 | head"), 0.0);
+  EXPECT_FALSE(io::LoadMtpCheck(path, "m@3 | head"));
+  EXPECT_EQ(io::LoadTuning(path, key)->best_depth, 1);  // the tuning entry survives
+  // An out-of-range value is not trusted.
+  ASSERT_TRUE(WriteTextFile(path, R"({"mtp_checks": {"m@1 | head": {"acceptance": 7}}})").ok());
+  EXPECT_FALSE(io::LoadMtpCheck(path, "m@1 | head"));
+}
+
 TEST(TuningStoreTest, TheModelIdChangesWithTheWeights) {
   const std::string dir = testing::MakeTempDir("mtplx-tune");
   ASSERT_TRUE(WriteTextFile(dir + "/config.json", "{}").ok());
@@ -87,6 +108,15 @@ TEST(TuningStoreTest, TheModelIdChangesWithTheWeights) {
   ASSERT_TRUE(WriteTextFile(dir + "/model.safetensors", "123456789").ok());
   EXPECT_NE(*io::TuningModelId(dir), *first);
   EXPECT_FALSE(io::TuningModelId("/nonexistent").ok());
+  // The files' stamp also sees a rewrite at the same size (the check cache keys on it).
+  const auto stamp = io::WeightFilesStamp(dir);
+  ASSERT_TRUE(stamp.ok());
+  const std::string file = dir + "/model.safetensors";
+  std::filesystem::last_write_time(
+      file, std::filesystem::last_write_time(file) + std::chrono::seconds(5));
+  EXPECT_NE(*io::WeightFilesStamp(dir), *stamp);
+  EXPECT_EQ(*io::TuningModelId(dir), *io::TuningModelId(dir));
+  EXPECT_FALSE(io::WeightFilesStamp("/nonexistent").ok());
 }
 
 }  // namespace
