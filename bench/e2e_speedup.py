@@ -14,17 +14,27 @@ the median over prompts and rounds of tok/s, and the median of the per-prompt ra
 decoding measured in the same round. With --llama-bench and --gguf, `llama-bench -p 0 -n N -t T`
 runs between rounds (llama.cpp's plain decoding; its tg rate).
 
+With --llama-server and --gguf, llama.cpp's server runs the same prompts in the same rounds
+(`/completion`, same sampler and token count, ignore_eos, no prompt cache; decode tok/s is its
+timings.predicted_per_second): plain decoding (`llama-AR`), and with --gguf-mtp (the MTP head
+exported by its converter's `--mtp`) its own MTP drafting at each depth
+(`--spec-type draft-mtp --draft-max D`, `llama-D<n>`).
+
 Usage:
   bench/e2e_speedup.py --model /tmp/w8 [--mtplx build/bin/mtplx] [--threads 2]
       [--depths 1,2,3] [--max-tokens 256] [--rounds 1] [--prompts 5]
-      [--llama-bench PATH --gguf FILE] [--json-out FILE]
+      [--llama-bench PATH --gguf FILE] [--llama-server PATH --gguf FILE [--gguf-mtp FILE]]
+      [--json-out FILE]
 """
 import argparse
 import json
 import os
 import statistics
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -55,6 +65,54 @@ def run_llama(args):
     return rows[0]["avg_ts"]
 
 
+LLAMA_SAMPLERS = {"T0.6": {"temperature": 0.6, "top_p": 0.95, "top_k": 20},
+                  "greedy": {"temperature": 0.0, "top_k": 1}}
+
+
+class LlamaServer:
+    """One llama-server process for the whole run (plain, or MTP drafting at one depth)."""
+
+    def __init__(self, args, draft_max=None):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        cmd = [args.llama_server, "-m", args.gguf, "-t", str(args.threads), "-c", "4096",
+               "-np", "1", "--port", str(self.port), "--host", "127.0.0.1", "--no-webui"]
+        if draft_max:
+            cmd += ["--spec-type", "draft-mtp", "-md", args.gguf_mtp, "--draft-max",
+                    str(draft_max), "--draft-min", "0"]
+        self.log = open(os.devnull, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(600):
+            if self.proc.poll() is not None:
+                sys.exit(f"llama-server exited: {' '.join(cmd)}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        sys.exit("llama-server did not become ready")
+
+    def complete(self, args, prompt, sampler):
+        body = {"prompt": prompt, "n_predict": args.max_tokens, "ignore_eos": True, "seed": 1,
+                "cache_prompt": False, **LLAMA_SAMPLERS[sampler]}
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/completion",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=600) as r:
+            t = json.load(r)["timings"]
+        drafted, accepted = t.get("draft_n"), t.get("draft_n_accepted")
+        return {"tok_s": t["predicted_per_second"], "tokens_per_cycle": None,
+                "acceptance": accepted / drafted if drafted else None, "mean_depth": None}
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait()
+        self.log.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -69,10 +127,20 @@ def main():
     ap.add_argument("--samplers", default="T0.6,greedy")
     ap.add_argument("--llama-bench")
     ap.add_argument("--gguf")
+    ap.add_argument("--llama-server")
+    ap.add_argument("--gguf-mtp", help="llama.cpp's MTP head GGUF (convert_hf_to_gguf.py --mtp)")
+    ap.add_argument("--llama-depths", default="1,2,3")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     prompts = [json.loads(line)["text"] for line in open(args.prompt_file)][:args.prompts]
-    modes = ["AR"] + [f"D{d}" for d in args.depths.split(",")] + ["adaptive"]
+    mtplx_modes = ["AR"] + [f"D{d}" for d in args.depths.split(",")] + ["adaptive"]
+    servers = {}
+    if args.llama_server and args.gguf:
+        servers["llama-AR"] = LlamaServer(args)
+        if args.gguf_mtp:
+            for d in args.llama_depths.split(","):
+                servers[f"llama-D{d}"] = LlamaServer(args, int(d))
+    modes = mtplx_modes + list(servers)
     samplers = args.samplers.split(",")
     results = {s: {m: [] for m in modes} for s in samplers}
     ratios = {s: {m: [] for m in modes} for s in samplers}
@@ -80,7 +148,8 @@ def main():
     for r in range(args.rounds):
         for sampler in samplers:
             for i, prompt in enumerate(prompts):
-                row = {m: run_mtplx(args, prompt, m, sampler) for m in modes}
+                row = {m: run_mtplx(args, prompt, m, sampler) for m in mtplx_modes}
+                row.update({m: srv.complete(args, prompt, sampler) for m, srv in servers.items()})
                 for m in modes:
                     results[sampler][m].append(row[m])
                     ratios[sampler][m].append(row[m]["tok_s"] / row["AR"]["tok_s"])
@@ -112,6 +181,16 @@ def main():
         for sampler in samplers:
             best = max(v["tok_s"] for v in summary["samplers"][sampler].values())
             print(f"  mtplx best at {sampler}: {best / summary['llama_cpp_tg']:.2f}x llama.cpp")
+    if servers:
+        for srv in servers.values():
+            srv.close()
+        for sampler in samplers:
+            entries = summary["samplers"][sampler]
+            ours = max(entries[m]["tok_s"] for m in mtplx_modes)
+            theirs = max(entries[m]["tok_s"] for m in servers)
+            summary["samplers"][sampler]["x_llama_best"] = ours / theirs
+            print(f"  {sampler}: mtplx best {ours:.1f} tok/s vs llama.cpp best {theirs:.1f} "
+                  f"tok/s: {ours / theirs:.2f}x")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(summary, f, indent=2)

@@ -34,6 +34,7 @@ struct BenchFlags {
   // Loaded as `run` loads the model, so the numbers are the ones generation sees.
   std::string activations = GenerationFlags().activations;
   int draft_head_bits = GenerationFlags().draft_head_bits;
+  int draft_layer_bits = GenerationFlags().draft_layer_bits;
   int64_t draft_vocab = GenerationFlags().draft_vocab;
 };
 
@@ -99,6 +100,7 @@ nlohmann::json ReportJson(const engine::BenchReport& r, const model::Model& m,
           {"activations", ActivationsName(m)},
           {"kernels", model::Model::KernelsName()},
           {"draft_head_bits", m.draft_head_bits()},
+          {"draft_layer_bits", m.draft_layer_bits()},
           {"draft_vocab", m.draft_vocab()},
           {"resident_bytes", r.resident_bytes},
           {"read_bandwidth_gbs", r.bandwidth.read_gbs},
@@ -131,7 +133,9 @@ std::string DecimalBytes(uint64_t bytes) {
 void PrintTable(const engine::BenchReport& r, const model::Model& m,
                 const std::vector<double>& acceptance) {
   const std::string head =
-      m.draft_head_bits() ? StrCat(m.draft_head_bits(), "-bit draft head") : "model's draft head";
+      (m.draft_head_bits() ? StrCat(m.draft_head_bits(), "-bit draft head")
+                           : "model's draft head") +
+      (m.draft_layer_bits() ? StrCat(", ", m.draft_layer_bits(), "-bit draft layer") : "");
   std::printf("mtplx bench: %s (%d threads, context %lld, %s activations, %s kernels, %s)\n",
               m.dir().c_str(), r.threads, static_cast<long long>(r.context), ActivationsName(m),
               model::Model::KernelsName(), head.c_str());
@@ -189,6 +193,7 @@ int RunBenchCommand(BenchFlags f) {
   load.activations =
       f.activations == "f32" ? kernels::Activations::kF32 : kernels::Activations::kInt8;
   load.draft_head_bits = f.draft_head_bits;
+  load.draft_layer_bits = f.draft_layer_bits;
   load.draft_vocab = f.draft_vocab;
   auto loaded = model::Model::Load(f.model_dir, load);
   if (!loaded.ok()) return ReportError(loaded.status().message());
@@ -239,6 +244,9 @@ Runner AddBenchCommand(CLI::App& app) {
       ->check(CLI::IsMember({"int8", "f32"}));
   cmd->add_option("--draft-head-bits", f->draft_head_bits,
                   "Bits of the drafter's copy of the output head (default as run; 0 = the model's)")
+      ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
+  cmd->add_option("--draft-layer-bits", f->draft_layer_bits,
+                  "Bits of the MTP layer's matrices (default as run; 0 = as stored)")
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
   cmd->add_option("--draft-vocab", f->draft_vocab,
                   "Ids of the draft head (default as run: -1 = automatic)")

@@ -32,6 +32,7 @@ struct ServeFlags {
   int64_t seed = -1;  // -1: a fresh random seed for each request that sets none
   int threads = 0;
   int max_queue = 16;
+  int parallel = 4;
   double cache_mib = -1;  // -1: automatic
   double max_body_mib = 32;
   int read_timeout = 30;
@@ -81,6 +82,8 @@ void PrintBanner(const engine::Engine& engine, const server::ServerOptions& o, i
   else
     std::printf("  MTP: off%s%s\n", engine.notice().empty() ? "" : " (",
                 engine.notice().empty() ? "" : (engine.notice() + ")").c_str());
+  std::printf("  Concurrency: %d requests batched, %d more may wait\n", engine.options().parallel,
+              engine.options().max_queue);
   std::printf("  API key: %s\n", o.api_keys.empty() ? "not required (loopback only)"
                                                     : "required (Bearer or x-api-key)");
   std::printf("  Health: %s/health\n", base.c_str());
@@ -116,6 +119,7 @@ int RunServe(const ServeFlags& f) {
   options.adaptive_depth = f.depth == 0;  // --depth pins it
   options.context_window = f.context_window;
   options.max_queue = f.max_queue;
+  options.parallel = f.parallel;
   options.cache_bytes =
       f.cache_mib < 0 ? AutomaticCacheBytes() : static_cast<uint64_t>(f.cache_mib * 1024 * 1024);
   const std::string tuned = ApplyTunedDepth(options);
@@ -185,8 +189,11 @@ Runner AddServeCommand(CLI::App& app) {
                   "Sampling seed of requests that set none (default: a fresh random one each)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)");
+  cmd->add_option("--parallel", f->parallel,
+                  "Requests decoded at once, batched into every forward (default 4)")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--max-queue", f->max_queue,
-                  "Requests that may wait while one runs; more get HTTP 503 (default 16)")
+                  "Requests that may wait while --parallel run; more get HTTP 503 (default 16)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--cache-mib", f->cache_mib,
                   "Prefix cache budget in MiB (default: a quarter of free memory, at most 2 "

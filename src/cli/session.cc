@@ -58,6 +58,10 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--draft-head-bits", f.draft_head_bits,
                   "Bits of the drafter's copy of the output head (0 = the model's head)")
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
+  cmd->add_option("--draft-layer-bits", f.draft_layer_bits,
+                  "Bits of the MTP layer's matrices, quantized again at load when wider (0 = as "
+                  "stored)")
+      ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
   cmd->add_option("--draft-vocab", f.draft_vocab,
                   "Ids the drafter may propose: the N lowest (most frequent) ids; 0 = all, "
                   "-1 = automatic (default: a quarter of the vocabulary, at least 4096)")
@@ -83,6 +87,7 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   options.load.activations =
       flags.activations == "f32" ? kernels::Activations::kF32 : kernels::Activations::kInt8;
   options.load.draft_head_bits = flags.draft_head_bits;
+  options.load.draft_layer_bits = flags.draft_layer_bits;
   options.load.draft_vocab = flags.draft_vocab;
   options.no_mtp = flags.no_mtp;
   options.skip_mtp_check = flags.skip_mtp_check;
@@ -164,6 +169,7 @@ nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model) {
   for (size_t n = 1; n < p.tokens_per_cycle.size(); ++n)
     per_cycle[std::to_string(n)] = p.tokens_per_cycle[n];
   out["draft_head_bits"] = model.draft_head_bits();
+  out["draft_layer_bits"] = model.draft_layer_bits();
   out["draft_vocab"] = model.draft_vocab();
   out["acceptance_by_depth"] = p.AcceptanceByDepth();
   out["acceptance_unconditional"] = p.AcceptanceUnconditional();

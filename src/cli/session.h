@@ -44,6 +44,8 @@ struct GenerationFlags {
   std::string activations = "int8";
   // Bits of the drafter's own copy of the output head; 0: the model's head.
   int draft_head_bits = 4;
+  // Bits of the MTP layer's matrices, quantized again at load when wider; 0: as stored.
+  int draft_layer_bits = 4;
   int64_t draft_vocab = -1;       // model::kAutoDraftVocab; 0: the whole vocabulary
   std::string think = "auto";     // enable_thinking: auto (template default) | on | off
   std::vector<std::string> stop;  // stop strings: generation ends before the first match

@@ -9,6 +9,7 @@
 #include "engine/depth_controller.h"
 #include "engine/mtp_check.h"
 #include "engine/prompt.h"
+#include "engine/sequence.h"
 #include "engine/text_stream.h"
 #include "io/checkpoint.h"
 #include "kernels/panels.h"
@@ -44,6 +45,7 @@ EngineOptions::EngineOptions() {
   // exact f32 reference numerics).
   load.activations = kernels::Activations::kInt8;
   load.draft_head_bits = 4;
+  load.draft_layer_bits = 4;
   load.draft_vocab = model::kAutoDraftVocab;
 }
 
@@ -77,7 +79,7 @@ Engine::~Engine() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
     for (Job& job : queue_) job.request.cancel->store(true);
-    if (running_cancel_) running_cancel_->store(true);
+    for (auto& cancel : running_cancels_) cancel->store(true);
   }
   wake_.notify_all();
   if (worker_.joinable()) worker_.join();
@@ -210,24 +212,40 @@ Result<Completion> Engine::Run(Request request, const EventSink& sink) {
   return future.get();
 }
 
+// A request being decoded: its job, its sequence and what its completion collects.
+struct Engine::Active {
+  Job job;
+  Completion done;
+  Timer clock;  // since the request's work started (TTFT)
+  std::unique_ptr<TextStream> stream;
+  Event text;
+  bool first_token = true;
+  std::unique_ptr<Sequence> sequence;
+};
+
 void Engine::Loop() {
-  while (true) {
-    Job job;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      busy_ = true;
-      running_cancel_ = job.request.cancel;
-      if (stopping_) running_cancel_->store(true);
+  std::vector<std::unique_ptr<Active>> running;
+  std::vector<Job> admitted;
+  while (TakeJobs(running.size(), admitted)) {
+    for (Job& job : admitted) {
+      auto active = Admit(job);
+      if (!active.ok()) {
+        Event failed;
+        failed.type = Event::Type::kFailed;
+        failed.error = active.status();
+        if (job.sink) job.sink(failed);
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++done_;
+        continue;
+      }
+      running.push_back(std::move(active).value());
     }
-    Process(job);
+    admitted.clear();
+    StepAll(running);
     std::lock_guard<std::mutex> lock(mutex_);
-    busy_ = false;
-    running_cancel_.reset();
-    ++done_;
+    running_cancels_.clear();
+    for (const auto& a : running) running_cancels_.push_back(a->job.request.cancel);
+    running_ = static_cast<int>(running.size());
     if (bank_) {
       bank_bytes_ = bank_->bytes();
       bank_entries_ = bank_->size();
@@ -235,39 +253,68 @@ void Engine::Loop() {
   }
 }
 
-void Engine::Process(Job& job) {
-  Result<Completion> done = Generate(job.request, job.sink);
-  Event event;
-  if (done.ok()) {
-    event.type = Event::Type::kFinished;
-    event.completion = &done.value();
-  } else {
-    event.type = Event::Type::kFailed;
-    event.error = done.status();
+bool Engine::TakeJobs(size_t running, std::vector<Job>& admitted) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (running == 0) wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+  if (running == 0 && queue_.empty()) return false;  // stopping, nothing left
+  const size_t slots = static_cast<size_t>(std::max(options_.parallel, 1));
+  while (running + admitted.size() < slots && !queue_.empty()) {
+    admitted.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+    if (stopping_) admitted.back().request.cancel->store(true);
+    running_cancels_.push_back(admitted.back().request.cancel);
   }
-  if (job.sink) job.sink(event);
+  running_ = static_cast<int>(running + admitted.size());
+  return true;
 }
 
-Result<Completion> Engine::Generate(Request& request, const EventSink& sink) {
-  Timer clock;
+void Engine::StepAll(std::vector<std::unique_ptr<Active>>& running) {
+  std::vector<Sequence*> stepping;
+  for (const auto& a : running)
+    if (!a->sequence->finished()) stepping.push_back(a->sequence.get());
+  if (!stepping.empty()) {
+    const Status stepped = Step(*model_, stepping);
+    if (!stepped.ok()) {
+      // A forward refused the batch: nothing sensible can continue from these states.
+      for (auto& a : running) Fail(*a, stepped);
+      running.clear();
+      return;
+    }
+  }
+  for (auto& a : running)
+    if (a->sequence->finished()) Complete(*a);
+  std::erase_if(running, [](const auto& a) { return a->sequence->finished(); });
+}
+
+void Engine::Fail(Active& active, const Status& error) {
+  Event failed;
+  failed.type = Event::Type::kFailed;
+  failed.error = error;
+  if (active.job.sink) active.job.sink(failed);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++done_;
+}
+
+Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
+  auto active = std::make_unique<Active>();
+  Active& a = *active;
+  Request& request = job.request;
   if (request.kind != PromptKind::kTokens || request.tokens.empty())
     MTPLX_RETURN_IF_ERROR(Prepare(request));
-  PromptInfo prompt;
-  prompt.tokens = request.tokens;
-  prompt.reasoning_open = request.reasoning_open;
-  const int64_t n = static_cast<int64_t>(prompt.tokens.size());
+  const std::vector<int32_t>& tokens = request.tokens;
+  const int64_t n = static_cast<int64_t>(tokens.size());
   MTPLX_RETURN_IF_ERROR(CheckPromptFits(n));
-  Completion done;
+  Completion& done = a.done;
   done.prompt_tokens = n;
   done.effective_max_tokens =
       static_cast<int>(std::min<int64_t>(std::max(request.max_tokens, 0), context_window_ - n));
   if (request.prompt_logprobs) {
     MTPLX_ASSIGN_OR_RETURN(done.prompt_logprobs,
-                           ScorePrompt(*model_, prompt.tokens, std::max(request.top_logprobs, 0)));
+                           ScorePrompt(*model_, tokens, std::max(request.top_logprobs, 0)));
   }
 
   GenerateRequest g;
-  g.prompt = prompt.tokens;
+  g.prompt = tokens;
   g.sampling = request.sampling;
   g.seed = request.seed;
   g.max_tokens = done.effective_max_tokens;
@@ -280,7 +327,7 @@ Result<Completion> Engine::Generate(Request& request, const EventSink& sink) {
   // Turn boundaries cut the prefill; the last few of them and a grid get checkpoints.
   if (turn_start_id_)
     for (int64_t i = 1; i < n - 1; ++i)
-      if (prompt.tokens[i] == *turn_start_id_) g.prefill_cuts.push_back(i);
+      if (tokens[i] == *turn_start_id_) g.prefill_cuts.push_back(i);
   if (bank_) {
     for (int64_t at = kCheckpointGrid; at <= n - 1; at += kCheckpointGrid)
       g.checkpoint_at.push_back(at);
@@ -292,42 +339,32 @@ Result<Completion> Engine::Generate(Request& request, const EventSink& sink) {
     g.checkpoint_at.erase(std::unique(g.checkpoint_at.begin(), g.checkpoint_at.end()),
                           g.checkpoint_at.end());
   }
+  // The prefix's states are copied into the sequence when it opens, so the lookup (and the
+  // bank's entry) may go away afterwards.
   BankLookup cached;
   if (bank_) {
-    cached = bank_->Lookup(prompt.tokens, speculate, options_.pre_norm_hidden);
+    cached = bank_->Lookup(tokens, speculate, options_.pre_norm_hidden);
     if (cached.prefix) g.prefix = &*cached.prefix;
   }
   done.cached_tokens = cached.prefix ? cached.prefix->size() : 0;
   done.cache_miss_reason = bank_ ? cached.miss_reason : "cache_off";
 
-  Event started;
-  started.type = Event::Type::kStarted;
-  started.prompt_tokens = n;
-  started.cached_tokens = done.cached_tokens;
-  started.reasoning_open = prompt.reasoning_open;
-  if (sink) sink(started);
-
-  TextStream stream(tokenizer_.get(), request.stop);
-  Event text;
-  text.type = Event::Type::kText;
-  bool first = true;
-  auto on_token = [&](int32_t token) {
-    if (first) {
-      done.ttft_seconds = clock.Seconds();
-      first = false;
+  a.stream = std::make_unique<TextStream>(tokenizer_.get(), request.stop);
+  a.text.type = Event::Type::kText;
+  auto on_token = [&a](int32_t token) {
+    if (a.first_token) {
+      a.done.ttft_seconds = a.clock.Seconds();
+      a.first_token = false;
     }
-    text.tokens.push_back(token);
-    text.text = stream.Push(token);
-    if (!text.text.empty()) {
-      if (sink) sink(text);
-      text.tokens.clear();
+    a.text.tokens.push_back(token);
+    a.text.text = a.stream->Push(token);
+    if (!a.text.text.empty()) {
+      if (a.job.sink) a.job.sink(a.text);
+      a.text.tokens.clear();
     }
-    return !stream.stopped();
+    return !a.stream->stopped();
   };
-  GenerateResult result;
-  if (done.effective_max_tokens == 0) {
-    result.finish_reason = "length";
-  } else if (speculate) {
+  if (speculate) {
     SpeculativeOptions spec;
     // Adapting, the depth may go past the pack's (or tune's) default, which it starts from.
     spec.depth = options_.adaptive_depth ? std::max(depth_, kAdaptiveMaxDepth) : depth_;
@@ -342,24 +379,47 @@ Result<Completion> Engine::Generate(Request& request, const EventSink& sink) {
       if (options_.draft_top_p >= 0) spec.draft.top_p = options_.draft_top_p;
       if (options_.draft_top_k >= 0) spec.draft.top_k = options_.draft_top_k;
     }
-    MTPLX_ASSIGN_OR_RETURN(SpeculativeResult run, GenerateSpeculative(*model_, g, spec, on_token));
+    MTPLX_ASSIGN_OR_RETURN(a.sequence,
+                           Sequence::Speculative(*model_, std::move(g), spec, on_token));
     done.depth = depth_;
-    done.speculative = std::move(run.speculative);
-    result = std::move(run.result);
   } else {
-    MTPLX_ASSIGN_OR_RETURN(result, GeneratePlain(*model_, g, on_token));
+    MTPLX_ASSIGN_OR_RETURN(a.sequence, Sequence::Plain(*model_, std::move(g), on_token));
   }
-  text.text = stream.Finish();
-  if (!text.text.empty() && sink) sink(text);
+  a.job = std::move(job);  // the callbacks reach the sink through `a`
 
-  done.text = stream.text();
+  Event started;
+  started.type = Event::Type::kStarted;
+  started.prompt_tokens = n;
+  started.cached_tokens = done.cached_tokens;
+  started.reasoning_open = a.job.request.reasoning_open;
+  if (a.job.sink) a.job.sink(started);
+  return active;
+}
+
+void Engine::Complete(Active& a) {
+  auto run = a.sequence->TakeResult();
+  if (!run.ok()) {
+    Fail(a, run.status());
+    return;
+  }
+  GenerateResult& result = run->result;
+  a.text.text = a.stream->Finish();
+  if (!a.text.text.empty() && a.job.sink) a.job.sink(a.text);
+  Completion& done = a.done;
+  done.text = a.stream->text();
   done.tokens = std::move(result.tokens);
-  done.finish_reason = stream.stopped() ? "stop" : result.finish_reason;
-  done.stop_string = stream.matched_stop();
+  done.finish_reason = a.stream->stopped() ? "stop" : result.finish_reason;
+  done.stop_string = a.stream->matched_stop();
   done.stats = result.stats;
   done.logprobs = std::move(result.logprobs);
+  if (done.depth > 0) done.speculative = std::move(run->speculative);
   if (bank_ && result.capture) bank_->Insert(std::move(*result.capture), done.cached_tokens);
-  return done;
+  Event finished;
+  finished.type = Event::Type::kFinished;
+  finished.completion = &done;
+  if (a.job.sink) a.job.sink(finished);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++done_;
 }
 
 MemoryPlan Engine::memory_plan() const {
@@ -389,7 +449,8 @@ EngineStatus Engine::status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   EngineStatus s;
   s.queued = static_cast<int64_t>(queue_.size());
-  s.busy = busy_;
+  s.running = running_;
+  s.busy = running_ > 0;
   s.cache_bytes = bank_bytes_;
   s.cache_entries = bank_entries_;
   s.requests_done = done_;

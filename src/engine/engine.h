@@ -60,6 +60,9 @@ struct EngineOptions {
   int max_queue = 16;
   // The prefix cache's byte budget (0: no prefix cache).
   uint64_t cache_bytes = 0;
+  // Requests decoded at once (continuous batching): each has its own states; every step runs one
+  // batched forward for all of them.
+  int parallel = 1;
 };
 
 // How to turn a request into prompt tokens.
@@ -146,6 +149,7 @@ struct MemoryPlan {
 struct EngineStatus {
   int64_t queued = 0;
   bool busy = false;
+  int running = 0;  // requests decoding now (at most EngineOptions::parallel)
   uint64_t cache_bytes = 0;
   size_t cache_entries = 0;
   int64_t requests_done = 0;
@@ -197,12 +201,20 @@ class Engine {
     EventSink sink;
   };
 
+  struct Active;  // a request being decoded (engine.cc)
+
   Engine() = default;
   void ChooseMode();
   Status CheckPromptFits(int64_t prompt_tokens) const;
   void Loop();
-  void Process(Job& job);
-  Result<Completion> Generate(Request& request, const EventSink& sink);
+  // Waits for work; moves queued jobs into free slots. False once stopping with nothing left.
+  bool TakeJobs(size_t running, std::vector<Job>& admitted);
+  // A job's prompt prepared, its prefix looked up and its sequence opened; its kStarted sent.
+  Result<std::unique_ptr<Active>> Admit(Job& job);
+  // One batched step of every running request; those that finished are completed and removed.
+  void StepAll(std::vector<std::unique_ptr<Active>>& running);
+  void Complete(Active& active);
+  void Fail(Active& active, const Status& error);
 
   EngineOptions options_;
   std::unique_ptr<model::Model> model_;
@@ -222,9 +234,10 @@ class Engine {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Job> queue_;
-  bool busy_ = false;
   bool stopping_ = false;
-  std::shared_ptr<std::atomic<bool>> running_cancel_;  // the running request's flag
+  // The running requests' cancel flags (set on shutdown).
+  std::vector<std::shared_ptr<std::atomic<bool>>> running_cancels_;
+  int running_ = 0;
   int64_t done_ = 0;
   uint64_t bank_bytes_ = 0;  // mirrors of the bank's size, for status() from other threads
   size_t bank_entries_ = 0;

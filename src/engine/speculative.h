@@ -63,6 +63,12 @@ struct SpeculativeResult {
   SpeculativeStats speculative;
 };
 
+class Sequence;
+
+// Runs one sequence (engine/sequence.h) to its end on its own.
+Result<SpeculativeResult> RunAlone(const model::Model& model, Sequence& sequence);
+
+// Speculative generation of one request (a Sequence run alone).
 Result<SpeculativeResult> GenerateSpeculative(const model::Model& model,
                                               const GenerateRequest& request,
                                               const SpeculativeOptions& options,

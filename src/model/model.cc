@@ -47,6 +47,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
   model->pool_ = std::make_unique<ThreadPool>(options.threads);
   model->activations_ = options.activations;
   MTPLX_RETURN_IF_ERROR(model->PrepareDraftHead(options));
+  MTPLX_RETURN_IF_ERROR(model->QuantizeDraftLayer(options));
   if (options.activations == kernels::Activations::kInt8 && kernels::PanelKernelAvailable())
     model->RepackForInt8Kernel();
   model->rope_inv_freq_ = RopeInverseFrequencies(model->config_);
@@ -69,24 +70,48 @@ Status Model::PrepareDraftHead(const LoadOptions& options) {
   return Status::Ok();
 }
 
+namespace {
+
+// Every matrix of a layer that the int8 activations meet. The router and the shared-expert gate
+// are left out: they run with exact activations, so that routing never depends on activation
+// rounding.
+void AddLayerMatrices(LayerWeights& lw, std::vector<Matrix*>& out) {
+  auto add_mlp = [&out](MlpWeights& w) { out.insert(out.end(), {&w.gate, &w.up, &w.down}); };
+  AttentionWeights& a = lw.attention;
+  DeltaNetWeights& d = lw.delta;
+  out.insert(out.end(), {&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &d.in_qkv, &d.in_z, &d.in_b,
+                         &d.in_a, &d.out_proj});
+  add_mlp(lw.mlp);
+  add_mlp(lw.moe.shared);
+  for (MlpWeights& e : lw.moe.experts) add_mlp(e);
+}
+
+}  // namespace
+
+Status Model::QuantizeDraftLayer(const LoadOptions& options) {
+  const int bits = options.draft_layer_bits;
+  if (!has_mtp() || bits <= 0) return Status::Ok();
+  std::vector<Matrix*> matrices = {&weights_.mtp.fc};
+  AddLayerMatrices(weights_.mtp.layer, matrices);
+  for (Matrix* m : matrices) {
+    if (m->rows == 0 || (m->quantized && m->quant.bits <= bits)) continue;
+    // Matrices whose columns do not split into groups stay as they are.
+    if (m->cols % options.draft_head_group_size != 0) continue;
+    MTPLX_ASSIGN_OR_RETURN(
+        auto copy, DraftHead::Quantize(*m, bits, options.draft_head_group_size, pool_.get()));
+    *m = copy->matrix();
+    draft_layer_.push_back(std::move(copy));
+  }
+  if (!draft_layer_.empty()) draft_layer_bits_ = bits;
+  return Status::Ok();
+}
+
 void Model::RepackForInt8Kernel() {
   // Every quantized matrix the forward pass multiplies; the tied embedding and output head share
   // one image, which is repacked once and then marked in both views.
   std::vector<Matrix*> all = {&weights_.embed, &weights_.lm_head, &weights_.mtp.fc};
-  auto add_mlp = [&all](MlpWeights& w) { all.insert(all.end(), {&w.gate, &w.up, &w.down}); };
-  auto add_layer = [&](LayerWeights& lw) {
-    AttentionWeights& a = lw.attention;
-    DeltaNetWeights& d = lw.delta;
-    // The router and the shared-expert gate stay in the MLX layout: they run with exact
-    // activations, so that routing never depends on activation rounding.
-    all.insert(all.end(), {&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &d.in_qkv, &d.in_z, &d.in_b,
-                           &d.in_a, &d.out_proj});
-    add_mlp(lw.mlp);
-    add_mlp(lw.moe.shared);
-    for (MlpWeights& e : lw.moe.experts) add_mlp(e);
-  };
-  for (LayerWeights& lw : weights_.layers) add_layer(lw);
-  add_layer(weights_.mtp.layer);
+  for (LayerWeights& lw : weights_.layers) AddLayerMatrices(lw, all);
+  AddLayerMatrices(weights_.mtp.layer, all);
   // A model larger than the caches streams every matrix from memory each token.
   const bool streamed = kernels::WeightsStreamFromMemory(DecodeWeightBytes());
   // Views of one image: repacked together, and only when they all see it with the same shape
@@ -100,7 +125,8 @@ void Model::RepackForInt8Kernel() {
       return m->rows == first.rows && m->cols == first.cols;
     });
     if (!same_shape || !kernels::PanelEligible(first)) continue;
-    // The checkpoint image is this model's own anonymous memory (io::ResidentBuffer).
+    // The checkpoint image is this model's own anonymous memory (io::ResidentBuffer), or a
+    // draft-layer copy it owns.
     kernels::RepackToPanels(first, pool_.get());
     first.quant.streamed = streamed;
     for (Matrix* m : group) *m = first;
@@ -186,84 +212,154 @@ Status Model::CheckTokens(const state::SequenceState& state,
   return Status::Ok();
 }
 
-void Model::RunDecoderLayer(const LayerWeights& lw, int64_t layer, state::SequenceState& state,
-                            const ForwardOptions& options, int64_t rows, float* x, Scratch& scratch,
-                            int64_t history_rows) const {
+void Model::RunDecoderLayer(const LayerWeights& lw, int64_t layer,
+                            std::vector<SequenceRows>& sequences, std::vector<float>& x,
+                            Scratch& scratch) const {
   const io::ModelConfig& c = config_;
-  const int64_t h = c.hidden_size;
+  const int64_t h = c.hidden_size, rows = static_cast<int64_t>(x.size()) / h;
   const float eps = static_cast<float>(c.rms_norm_eps);
-  const LayerContext ctx{c, pool_.get(), rope_inv_freq_, state.position(), rows, activations_};
   float* normed = scratch.normed.data();
   float* mixed = scratch.mixed.data();
   for (int64_t r = 0; r < rows; ++r)
-    kernels::RmsNorm(x + r * h, lw.input_norm.data(), h, eps, normed + r * h);
+    kernels::RmsNorm(x.data() + r * h, lw.input_norm.data(), h, eps, normed + r * h);
+  const LayerContext ctx{c, pool_.get(), rope_inv_freq_, layer, sequences, rows, activations_};
   if (lw.is_attention) {
-    GatedAttention(ctx, lw.attention, state.attention(layer), normed, mixed, history_rows);
+    GatedAttention(ctx, lw.attention, normed, mixed);
   } else {
-    MTPLX_CHECK(history_rows == 0, "history-only rows need an attention layer");
-    state::DeltaCapture* capture = options.capture ? &options.capture->layers[layer] : nullptr;
-    GatedDeltaNet(ctx, lw.delta, state.delta(layer), options.delta_path, capture, normed, mixed);
+    GatedDeltaNet(ctx, lw.delta, normed, mixed);
   }
-  // From here on only the output rows.
-  const int64_t out_rows = rows - history_rows;
-  float* out_x = x + history_rows * h;
-  const LayerContext out_ctx{c,        pool_.get(), rope_inv_freq_, state.position() + history_rows,
-                             out_rows, activations_};
-  for (int64_t i = 0; i < out_rows * h; ++i) out_x[i] += mixed[i];
+  // From here on only the output rows: history rows leave x (each sequence's rows move up to
+  // close the gap; a row never moves down, so in place is safe).
+  int64_t out_rows = 0;
+  for (SequenceRows& s : sequences) {
+    if (s.history_rows > 0 || out_rows != s.begin)
+      std::copy(x.begin() + (s.begin + s.history_rows) * h, x.begin() + (s.begin + s.rows) * h,
+                x.begin() + out_rows * h);
+    s.position += s.history_rows;
+    s.rows = s.output_rows();
+    s.history_rows = 0;
+    s.begin = out_rows;
+    out_rows += s.rows;
+  }
+  x.resize(out_rows * h);
+  for (int64_t i = 0; i < out_rows * h; ++i) x[i] += mixed[i];
   for (int64_t r = 0; r < out_rows; ++r)
-    kernels::RmsNorm(out_x + r * h, lw.post_norm.data(), h, eps, normed + r * h);
+    kernels::RmsNorm(x.data() + r * h, lw.post_norm.data(), h, eps, normed + r * h);
+  const LayerContext out_ctx{c,         pool_.get(), rope_inv_freq_, layer,
+                             sequences, out_rows,    activations_};
   if (lw.is_moe) {
     SparseMoe(out_ctx, lw.moe, normed, mixed);
   } else {
     DenseMlp(out_ctx, lw.mlp, normed, mixed);
   }
-  for (int64_t i = 0; i < out_rows * h; ++i) out_x[i] += mixed[i];
+  for (int64_t i = 0; i < out_rows * h; ++i) x[i] += mixed[i];
 }
 
-void Model::Finish(const std::vector<float>& gain, const std::vector<float>& x, int64_t rows,
-                   const ForwardOptions& options, ForwardOutput* out) const {
+namespace {
+
+// How many of an item's `rows` output rows get logits.
+int64_t LogitRows(const ForwardOptions& options, int64_t rows) {
+  if (options.no_logits) return 0;
+  if (options.all_logits) return rows;
+  return std::min<int64_t>(rows, std::max<int64_t>(1, options.last_logit_rows));
+}
+
+}  // namespace
+
+void Model::Finish(const std::vector<float>& gain, const std::vector<float>& x,
+                   const std::vector<SequenceRows>& sequences, std::span<ForwardItem> items) const {
   const int64_t h = config_.hidden_size;
   const float eps = static_cast<float>(config_.rms_norm_eps);
-  out->rows = rows;
-  out->pre_norm_hidden = x;
-  out->hidden.resize(rows * h);
-  for (int64_t r = 0; r < rows; ++r)
-    kernels::RmsNorm(x.data() + r * h, gain.data(), h, eps, out->hidden.data() + r * h);
-  if (options.no_logits) {
-    out->logit_rows = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const SequenceRows& s = sequences[i];
+    ForwardOutput* out = items[i].out;
+    out->rows = s.rows;
+    out->pre_norm_hidden.assign(x.begin() + s.begin * h, x.begin() + (s.begin + s.rows) * h);
+    out->hidden.resize(s.rows * h);
+    for (int64_t r = 0; r < s.rows; ++r)
+      kernels::RmsNorm(x.data() + (s.begin + r) * h, gain.data(), h, eps,
+                       out->hidden.data() + r * h);
+    out->logit_rows = LogitRows(items[i].options, s.rows);
     out->vocab = 0;
     out->logits.clear();
-    return;
   }
-  out->logit_rows = options.all_logits
-                        ? rows
-                        : std::min<int64_t>(rows, std::max<int64_t>(1, options.last_logit_rows));
-  const float* head_in = out->hidden.data() + (rows - out->logit_rows) * h;
-  const Matrix& head = options.draft_head && draft_head_ ? draft_head_->matrix() : weights_.lm_head;
-  out->vocab = head.rows;
-  out->logits.resize(out->logit_rows * head.rows);
-  kernels::MatMul(head, head_in, out->logit_rows, out->logits.data(), pool_.get(), activations_);
+  // One product per head: the rows of every item that uses it, gathered.
+  for (const bool use_draft_head : {false, true}) {
+    if (use_draft_head && !draft_head_) continue;
+    const Matrix& head = use_draft_head ? draft_head_->matrix() : weights_.lm_head;
+    std::vector<ForwardItem*> users;
+    int64_t total = 0;
+    for (ForwardItem& item : items) {
+      const bool drafts = item.options.draft_head && draft_head_;
+      if (drafts != use_draft_head || item.out->logit_rows == 0) continue;
+      users.push_back(&item);
+      total += item.out->logit_rows;
+    }
+    if (users.empty()) continue;
+    std::vector<float> in(total * h), logits(total * head.rows);
+    int64_t at = 0;
+    for (ForwardItem* item : users) {
+      const ForwardOutput& out = *item->out;
+      std::copy(out.hidden.end() - out.logit_rows * h, out.hidden.end(), in.begin() + at * h);
+      at += out.logit_rows;
+    }
+    kernels::MatMul(head, in.data(), total, logits.data(), pool_.get(), activations_);
+    at = 0;
+    for (ForwardItem* item : users) {
+      ForwardOutput& out = *item->out;
+      out.vocab = head.rows;
+      out.logits.assign(logits.begin() + at * head.rows,
+                        logits.begin() + (at + out.logit_rows) * head.rows);
+      at += out.logit_rows;
+    }
+  }
 }
 
 Status Model::Forward(state::SequenceState& state, std::span<const int32_t> tokens,
                       const ForwardOptions& options, ForwardOutput* out) const {
-  MTPLX_RETURN_IF_ERROR(CheckTokens(state, tokens));
-  const io::ModelConfig& c = config_;
-  const int64_t m = static_cast<int64_t>(tokens.size()), h = c.hidden_size;
-  if (options.capture) {
-    options.capture->start_position = state.position();
-    options.capture->rows = m;
-    // Resized, not rebuilt: a capture reused across verify passes keeps its buffers.
-    options.capture->layers.resize(c.num_layers);
+  ForwardItem item{&state, tokens, options, out, nullptr};
+  return ForwardBatch(std::span<ForwardItem>(&item, 1));
+}
+
+Status Model::ForwardBatch(std::span<ForwardItem> items) const {
+  if (items.empty()) return InvalidArgument("forward: no sequences");
+  for (const ForwardItem& item : items) {
+    if (!item.state || !item.out)
+      return InvalidArgument("forward: an item without state or output");
+    MTPLX_RETURN_IF_ERROR(CheckTokens(*item.state, item.tokens));
   }
-  std::vector<float> x(m * h);
-  Scratch scratch{std::vector<float>(m * h), std::vector<float>(m * h)};
-  for (int64_t r = 0; r < m; ++r)
-    kernels::DequantizeRow(weights_.embed, tokens[r], x.data() + r * h);
+  const io::ModelConfig& c = config_;
+  const int64_t h = c.hidden_size;
+  std::vector<SequenceRows> sequences;
+  int64_t total = 0;
+  for (ForwardItem& item : items) {
+    const int64_t m = static_cast<int64_t>(item.tokens.size());
+    if (item.options.capture) {
+      item.options.capture->start_position = item.state->position();
+      item.options.capture->rows = m;
+      // Resized, not rebuilt: a capture reused across verify passes keeps its buffers.
+      item.options.capture->layers.resize(c.num_layers);
+    }
+    SequenceRows s;
+    s.state = item.state;
+    s.begin = total;
+    s.rows = m;
+    s.position = item.state->position();
+    s.capture = item.options.capture;
+    s.delta_path = item.options.delta_path;
+    sequences.push_back(s);
+    total += m;
+  }
+  std::vector<float> x(total * h);
+  Scratch scratch{std::vector<float>(total * h), std::vector<float>(total * h)};
+  for (const ForwardItem& item : items)
+    for (size_t r = 0; r < item.tokens.size(); ++r)
+      kernels::DequantizeRow(weights_.embed, item.tokens[r],
+                             x.data() + (sequences[&item - items.data()].begin + r) * h);
   for (int64_t l = 0; l < c.num_layers; ++l)
-    RunDecoderLayer(weights_.layers[l], l, state, options, m, x.data(), scratch);
-  state.Advance(m);
-  Finish(weights_.final_norm, x, m, options, out);
+    RunDecoderLayer(weights_.layers[l], l, sequences, x, scratch);
+  for (ForwardItem& item : items) item.state->Advance(static_cast<int64_t>(item.tokens.size()));
+  Finish(weights_.final_norm, x, sequences, items);
   return Status::Ok();
 }
 
@@ -308,33 +404,56 @@ std::unique_ptr<state::SequenceState> Model::NewMtpState() const {
 Status Model::ForwardMtp(state::SequenceState& mtp_state, std::span<const int32_t> tokens,
                          const float* hidden, const ForwardOptions& options,
                          ForwardOutput* out) const {
+  ForwardItem item{&mtp_state, tokens, options, out, hidden};
+  return ForwardMtpBatch(std::span<ForwardItem>(&item, 1));
+}
+
+Status Model::ForwardMtpBatch(std::span<ForwardItem> items) const {
   if (!has_mtp()) return FailedPrecondition(StrCat(dir_, ": the checkpoint has no MTP head"));
-  MTPLX_RETURN_IF_ERROR(CheckTokens(mtp_state, tokens));
+  if (items.empty()) return InvalidArgument("forward: no sequences");
+  for (const ForwardItem& item : items) {
+    if (!item.state || !item.out || !item.hidden)
+      return InvalidArgument("forward: an MTP item without state, output or trunk hidden");
+    MTPLX_RETURN_IF_ERROR(CheckTokens(*item.state, item.tokens));
+  }
   const io::ModelConfig& c = config_;
   const MtpWeights& mtp = weights_.mtp;
-  const int64_t m = static_cast<int64_t>(tokens.size()), h = c.hidden_size;
+  const int64_t h = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
-  // fc input per row: [RMSNorm(embedding of the token) | RMSNorm(trunk hidden)].
-  std::vector<float> joined(m * 2 * h), embedding(h);
-  for (int64_t r = 0; r < m; ++r) {
-    kernels::DequantizeRow(weights_.embed, tokens[r], embedding.data());
-    kernels::RmsNorm(embedding.data(), mtp.pre_fc_norm_embedding.data(), h, eps,
-                     joined.data() + r * 2 * h);
-    kernels::RmsNorm(hidden + r * h, mtp.pre_fc_norm_hidden.data(), h, eps,
-                     joined.data() + r * 2 * h + h);
+  std::vector<SequenceRows> sequences;
+  int64_t total = 0;
+  for (const ForwardItem& item : items) {
+    const int64_t m = static_cast<int64_t>(item.tokens.size());
+    const int64_t out_rows = item.options.mtp_output_rows >= 0 && mtp.layer.is_attention
+                                 ? std::min(m, item.options.mtp_output_rows)
+                                 : m;
+    SequenceRows s;
+    s.state = item.state;
+    s.begin = total;
+    s.rows = m;
+    s.position = item.state->position();
+    s.history_rows = m - out_rows;
+    s.delta_path = item.options.delta_path;
+    sequences.push_back(s);
+    total += m;
   }
-  std::vector<float> x(m * h);
-  kernels::MatMul(mtp.fc, joined.data(), m, x.data(), pool_.get(), activations_);
-  Scratch scratch{std::vector<float>(m * h), std::vector<float>(m * h)};
-  ForwardOptions layer_options = options;
-  layer_options.capture = nullptr;
-  const int64_t out_rows = options.mtp_output_rows >= 0 && mtp.layer.is_attention
-                               ? std::min(m, options.mtp_output_rows)
-                               : m;
-  RunDecoderLayer(mtp.layer, 0, mtp_state, layer_options, m, x.data(), scratch, m - out_rows);
-  mtp_state.Advance(m);
-  x.erase(x.begin(), x.begin() + (m - out_rows) * h);
-  Finish(mtp.norm, x, out_rows, options, out);
+  // fc input per row: [RMSNorm(embedding of the token) | RMSNorm(trunk hidden)].
+  std::vector<float> joined(total * 2 * h), embedding(h);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ForwardItem& item = items[i];
+    for (int64_t r = 0; r < sequences[i].rows; ++r) {
+      float* row = joined.data() + (sequences[i].begin + r) * 2 * h;
+      kernels::DequantizeRow(weights_.embed, item.tokens[r], embedding.data());
+      kernels::RmsNorm(embedding.data(), mtp.pre_fc_norm_embedding.data(), h, eps, row);
+      kernels::RmsNorm(item.hidden + r * h, mtp.pre_fc_norm_hidden.data(), h, eps, row + h);
+    }
+  }
+  std::vector<float> x(total * h);
+  kernels::MatMul(mtp.fc, joined.data(), total, x.data(), pool_.get(), activations_);
+  Scratch scratch{std::vector<float>(total * h), std::vector<float>(total * h)};
+  RunDecoderLayer(mtp.layer, 0, sequences, x, scratch);
+  for (ForwardItem& item : items) item.state->Advance(static_cast<int64_t>(item.tokens.size()));
+  Finish(mtp.norm, x, sequences, items);
   return Status::Ok();
 }
 

@@ -36,6 +36,10 @@ struct LoadOptions {
   // the model's head. Ignored without an MTP head or when the head is already this small.
   int draft_head_bits = 0;
   int draft_head_group_size = 64;
+  // Bits of the MTP layer's own matrices (the fc projection and the decoder layer), quantized
+  // again at load when they are wider (0: as the checkpoint has them). Drafts only propose: a
+  // coarser drafter costs some acceptance, never exactness (see draft_head.h).
+  int draft_layer_bits = 0;
   // The draft head covers only ids below this (0: the whole vocabulary). Byte-level BPE assigns
   // ids in merge order, so the low ids are the frequent tokens: the drafter never proposes the
   // rest, and exactness holds because acceptance uses the distribution q it sampled from. Needs
@@ -86,6 +90,17 @@ struct ForwardOutput {
   std::vector<float> pre_norm_hidden;  // [rows, hidden] residual stream before the final norm
 };
 
+// One sequence's part of a batched forward (Model::ForwardBatch / ForwardMtpBatch).
+struct ForwardItem {
+  state::SequenceState* state = nullptr;
+  std::span<const int32_t> tokens;
+  ForwardOptions options;
+  ForwardOutput* out = nullptr;
+  const float* hidden = nullptr;  // MTP only: the trunk hidden of each row, [tokens, hidden]
+};
+
+struct SequenceRows;  // model/layers.h
+
 // Rows at or above this count use the chunked DeltaNet path under DeltaNetPath::kAuto.
 inline constexpr int64_t kChunkedPrefillMinRows = 64;
 
@@ -114,6 +129,8 @@ class Model {
   static const char* KernelsName();
   // Bits of the drafter's head copy, 0 when the drafter uses the model's head.
   int draft_head_bits() const { return draft_head_ ? draft_head_->bits() : 0; }
+  // The bits the MTP layer was quantized again to at load (0: as stored).
+  int draft_layer_bits() const { return draft_layer_bits_; }
   // Ids the drafter can propose: [0, draft_vocab()).
   int64_t draft_vocab() const {
     return draft_head_ ? draft_head_->matrix().rows : config_.vocab_size;
@@ -124,6 +141,11 @@ class Model {
   // Runs `tokens` at positions state.position() ... and advances the state.
   Status Forward(state::SequenceState& state, std::span<const int32_t> tokens,
                  const ForwardOptions& options, ForwardOutput* out) const;
+  // Several sequences (distinct states) in one pass: every matrix is read once for all their
+  // rows. Each item's outputs and state equal, bit for bit, what Forward gives it alone (the
+  // kernels' per-row results do not depend on the other rows). Nothing runs unless every item is
+  // valid.
+  Status ForwardBatch(std::span<ForwardItem> items) const;
 
   // After a Forward with options.capture over R rows, keeps the first `keep` rows (1..R): the
   // state becomes bit-identical to having run only those rows.
@@ -138,6 +160,8 @@ class Model {
   // head's normed output (the vector its logits come from; fed back for deeper drafts).
   Status ForwardMtp(state::SequenceState& mtp_state, std::span<const int32_t> tokens,
                     const float* hidden, const ForwardOptions& options, ForwardOutput* out) const;
+  // ForwardMtp for several sequences' MTP states at once (item.hidden required), as ForwardBatch.
+  Status ForwardMtpBatch(std::span<ForwardItem> items) const;
 
  private:
   uint64_t LayerDecodeBytes(const LayerWeights& layer) const;
@@ -146,18 +170,19 @@ class Model {
   struct Scratch {
     std::vector<float> normed, mixed;
   };
-  // history_rows: leading rows that only extend an attention layer's cache (see
-  // ForwardOptions::mtp_output_rows); x keeps them unchanged.
-  void RunDecoderLayer(const LayerWeights& lw, int64_t layer, state::SequenceState& state,
-                       const ForwardOptions& options, int64_t rows, float* x, Scratch& scratch,
-                       int64_t history_rows = 0) const;
+  // One decoder layer over the rows of `sequences` (x: [their rows, hidden]). Rows that only
+  // extend an attention cache (SequenceRows::history_rows) leave x and `sequences` afterwards.
+  void RunDecoderLayer(const LayerWeights& lw, int64_t layer, std::vector<SequenceRows>& sequences,
+                       std::vector<float>& x, Scratch& scratch) const;
   Status CheckTokens(const state::SequenceState& state, std::span<const int32_t> tokens) const;
   Status PrepareDraftHead(const LoadOptions& options);
+  Status QuantizeDraftLayer(const LoadOptions& options);
   // Puts the quantized matrices into the int8 kernel's panel layout (kernels/panels.h).
   void RepackForInt8Kernel();
-  // Final norm (given gains) into out->hidden, then logits as the options ask.
-  void Finish(const std::vector<float>& gain, const std::vector<float>& x, int64_t rows,
-              const ForwardOptions& options, ForwardOutput* out) const;
+  // Final norm (given gains) of each item's rows of x into its out->hidden, then logits as its
+  // options ask (one head product for all items that use the same head).
+  void Finish(const std::vector<float>& gain, const std::vector<float>& x,
+              const std::vector<SequenceRows>& sequences, std::span<ForwardItem> items) const;
 
   std::string dir_;
   io::ModelConfig config_;
@@ -166,6 +191,10 @@ class Model {
   std::unique_ptr<ThreadPool> pool_;
   kernels::Activations activations_ = kernels::Activations::kF32;
   std::unique_ptr<DraftHead> draft_head_;
+  // Owned copies of the MTP layer's matrices at LoadOptions::draft_layer_bits; weights_.mtp
+  // views them.
+  std::vector<std::unique_ptr<DraftHead>> draft_layer_;
+  int draft_layer_bits_ = 0;
   std::vector<float> rope_inv_freq_;
   double load_seconds_ = 0.0;
 };

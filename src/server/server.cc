@@ -211,7 +211,7 @@ Status Server::Bind() {
         StrCat("refusing to listen on ", options_.host,
                " without an API key: anyone who can reach it could use this machine; pass "
                "--api-key or --api-key-file, or bind 127.0.0.1"));
-  const int threads = engine_.options().max_queue + 8;
+  const int threads = engine_.options().max_queue + engine_.options().parallel + 8;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_read_timeout(options_.read_timeout_seconds, 0);
@@ -431,7 +431,12 @@ void Server::Routes() {
                 {"depth", engine_.depth()},
                 {"notice", engine_.notice()}}},
               {"context_window", engine_.context_window()},
-              {"queue", {{"waiting", s.queued}, {"busy", s.busy}, {"done", s.requests_done}}},
+              {"queue",
+               {{"waiting", s.queued},
+                {"busy", s.busy},
+                {"running", s.running},
+                {"parallel", engine_.options().parallel},
+                {"done", s.requests_done}}},
               {"cache",
                {{"bytes", s.cache_bytes},
                 {"entries", s.cache_entries},

@@ -236,17 +236,21 @@ def wait_for(predicate, seconds, what):
 
 
 def disconnects_cancel_and_a_full_queue_answers_503(mtplx):
-    """A client that goes away stops its generation (running or queued); with the queue full,
-    a request gets 503 with Retry-After in its API's shape."""
+    """A client that goes away stops its generation (running or queued); with every slot busy and
+    the queue full, a request gets 503 with Retry-After in its API's shape."""
     long_reply = {"messages": USER, "max_tokens": 30000, "ignore_eos": True}
-    with Server(mtplx, "--max-queue", "1") as server:
-        running = open_request(server, CHAT, {**long_reply, "stream": True})
-        running.settimeout(60)
-        received = b""
-        while b"data: {" not in received:
-            chunk = running.recv(65536)
-            check(chunk, f"the streamed reply did not start: {received[:300]!r}")
-            received += chunk
+    with Server(mtplx, "--parallel", "2", "--max-queue", "1") as server:
+        streams = []
+        for _ in range(2):  # both slots
+            running = open_request(server, CHAT, {**long_reply, "stream": True})
+            running.settimeout(60)
+            received = b""
+            while b"data: {" not in received:
+                chunk = running.recv(65536)
+                check(chunk, f"the streamed reply did not start: {received[:300]!r}")
+                received += chunk
+            streams.append(running)
+        wait_for(lambda: server.health()["queue"]["running"] == 2, 30, "two requests not running")
         queued = open_request(server, MESSAGES, {**long_reply, "stream": False})
         wait_for(lambda: server.health()["queue"]["waiting"] == 1, 30, "the request was not queued")
         for path, body in ((CHAT, GOOD[CHAT]), (MESSAGES, GOOD[MESSAGES])):
@@ -257,10 +261,12 @@ def disconnects_cancel_and_a_full_queue_answers_503(mtplx):
             check(response.status == 503 and response.getheader("Retry-After") == "1",
                   f"{path}: {response.status} {response.getheaders()}")
             expect_error_shape_5xx(path, data)
-        running.close()
+        for running in streams:
+            running.close()
         queued.close()
-        # Both stop: the running one at its next step, the queued one before it starts.
-        wait_for(lambda: server.health()["queue"] == {"busy": False, "done": 2, "waiting": 0}, 30,
+        # All stop: the running ones at their next step, the queued one before it starts.
+        idle = {"busy": False, "done": 3, "waiting": 0, "running": 0}
+        wait_for(lambda: {k: server.health()["queue"][k] for k in idle} == idle, 30,
                  f"the requests of departed clients kept running: {server.health()['queue']}")
         check("completion=30000" not in server.logs(), "a departed client's reply ran to the end")
         status, _ = post(server, CHAT, json.dumps(GOOD[CHAT]).encode())

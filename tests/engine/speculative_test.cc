@@ -27,6 +27,7 @@ struct LoadChoice {
   int bits = 0;  // synthetic presets: MLX affine bits of the checkpoint (0: bf16 HF layout)
   int draft_head_bits = 0;
   int64_t draft_vocab = 0;
+  int draft_layer_bits = 0;
   kernels::Activations activations = kernels::Activations::kF32;
 };
 
@@ -36,6 +37,7 @@ std::unique_ptr<model::Model> LoadPreset(const std::string& preset, const LoadCh
   options.threads = 1;
   options.draft_head_bits = choice.draft_head_bits;
   options.draft_vocab = choice.draft_vocab;
+  options.draft_layer_bits = choice.draft_layer_bits;
   options.activations = choice.activations;
   const std::string dir = preset == "trained" ? testing::TrainedModelDir()
                           : choice.bits > 0   ? testing::SyntheticModel(preset, "mlx", choice.bits)
@@ -78,6 +80,15 @@ void ExpectGreedyEquality(const std::string& preset, int prompts, bool oracle,
   }
   if (choice.draft_vocab > 0) {
     ASSERT_EQ(m->draft_vocab(), std::min<int64_t>(choice.draft_vocab, m->config().vocab_size));
+  }
+  if (choice.draft_layer_bits > 0 && m->has_mtp()) {
+    // The MTP layer was quantized again; the trunk kept its own bits.
+    ASSERT_EQ(m->draft_layer_bits(), choice.draft_layer_bits);
+    ASSERT_EQ(m->weights().mtp.fc.quant.bits, choice.draft_layer_bits);
+    const Matrix& trunk = m->weights().layers.back().attention.o_proj.rows > 0
+                              ? m->weights().layers.back().attention.o_proj
+                              : m->weights().layers.back().delta.out_proj;
+    ASSERT_EQ(trunk.quant.bits, choice.bits);
   }
   std::optional<PrefixState> prefix;
   if (from_prefix) {
@@ -138,12 +149,13 @@ TEST_P(GreedyEqualityTest, MtpHeadDraftsThrough4BitDraftHead) {
   ExpectGreedyEquality(GetParam(), 20, false, /*from_prefix=*/false, {.draft_head_bits = 4});
 }
 // What the CLI runs: int8 activations with 8-bit weights repacked into panels, a 4-bit draft head
-// (panelled too) over the 300 lowest ids only.
+// (panelled too) over the 300 lowest ids only, the MTP layer quantized again to 4 bits.
 TEST_P(GreedyEqualityTest, AsTheCliRunsIt) {
   ExpectGreedyEquality(GetParam(), 20, false, /*from_prefix=*/false,
                        {.bits = 8,
                         .draft_head_bits = 4,
                         .draft_vocab = 300,
+                        .draft_layer_bits = 4,
                         .activations = kernels::Activations::kInt8});
 }
 // The depth of each cycle follows live acceptance (down to plain steps with a random head, whose
