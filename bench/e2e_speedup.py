@@ -18,7 +18,7 @@ With --llama-server and --gguf, llama.cpp's server runs the same prompts in the 
 (`/completion`, same sampler and token count, ignore_eos, no prompt cache; decode tok/s is its
 timings.predicted_per_second): plain decoding (`llama-AR`), and with --gguf-mtp (the MTP head
 exported by its converter's `--mtp`) its own MTP drafting at each depth
-(`--spec-type draft-mtp --draft-max D`, `llama-D<n>`).
+(`--spec-type draft-mtp --spec-draft-n-max D`, `llama-D<n>`).
 
 Usage:
   bench/e2e_speedup.py --model /tmp/w8 [--mtplx build/bin/mtplx] [--threads 2]
@@ -79,8 +79,8 @@ class LlamaServer:
         cmd = [args.llama_server, "-m", args.gguf, "-t", str(args.threads), "-c", "4096",
                "-np", "1", "--port", str(self.port), "--host", "127.0.0.1", "--no-webui"]
         if draft_max:
-            cmd += ["--spec-type", "draft-mtp", "-md", args.gguf_mtp, "--draft-max",
-                    str(draft_max), "--draft-min", "0"]
+            cmd += ["--spec-type", "draft-mtp", "-md", args.gguf_mtp, "--spec-draft-n-max",
+                    str(draft_max), "--spec-draft-n-min", "0"]
         self.log = open(os.devnull, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         for _ in range(600):

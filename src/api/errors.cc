@@ -53,6 +53,10 @@ ApiError Overloaded(std::string message) {
   return Make(503, "server_error", std::move(message), "", "overloaded");
 }
 
+ApiError InsufficientMemory(std::string message) {
+  return Make(507, "server_error", std::move(message), "", "insufficient_memory");
+}
+
 ApiError ServerError(std::string message) {
   return Make(500, "server_error", std::move(message), "", "internal_error");
 }
@@ -68,6 +72,8 @@ ApiError FromStatus(const Status& status) {
       return InvalidRequest(status.message());
     case StatusCode::kNotFound:
       return NotFoundError(status.message());
+    case StatusCode::kOutOfMemory:
+      return InsufficientMemory(status.message());
     default:
       return ServerError(status.message());
   }

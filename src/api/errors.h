@@ -29,9 +29,11 @@ ApiError NotFoundError(std::string message);
 ApiError AuthenticationError(std::string message);
 ApiError Overloaded(std::string message);  // 503: the queue is full, retry later
 ApiError ServerError(std::string message);
+ApiError InsufficientMemory(std::string message);  // 507: the request does not fit in memory
 
 // An engine status as the client sees it: OutOfRange (the prompt exceeds the context window)
-// is 400 context_length_exceeded, ResourceExhausted 503, argument errors 400, the rest 500.
+// is 400 context_length_exceeded, ResourceExhausted 503, OutOfMemory 507 insufficient_memory,
+// argument errors 400, the rest 500.
 ApiError FromStatus(const Status& status);
 
 nlohmann::json OpenAIErrorBody(const ApiError& error);

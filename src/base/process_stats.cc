@@ -44,6 +44,37 @@ uint64_t AvailableMemoryBytes() {
   return 0;
 }
 
+namespace {
+
+// The first number in a file ("max" and unreadable files give 0).
+uint64_t ReadLimit(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text.empty() || text[0] < '0' || text[0] > '9') return 0;
+  return std::stoull(text);
+}
+
+// The cgroup (v2: "0::/path") this process is in, or "" when unknown.
+std::string CgroupPath() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  return "";
+}
+
+}  // namespace
+
+uint64_t CgroupMemoryLimitBytes() {
+  const std::string path = CgroupPath();
+  if (!path.empty())
+    if (const uint64_t v2 = ReadLimit("/sys/fs/cgroup" + path + "/memory.max")) return v2;
+  if (const uint64_t v2_root = ReadLimit("/sys/fs/cgroup/memory.max")) return v2_root;
+  const uint64_t v1 = ReadLimit("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  // v1 reports "no limit" as a huge page-aligned number.
+  return v1 >= (uint64_t{1} << 60) ? 0 : v1;
+}
+
 }  // namespace mtplx
 
 namespace mtplx {

@@ -22,6 +22,8 @@ const char* StatusCodeName(StatusCode code) {
       return "failed precondition";
     case StatusCode::kInternal:
       return "internal";
+    case StatusCode::kOutOfMemory:
+      return "insufficient memory";
   }
   return "unknown";
 }

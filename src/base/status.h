@@ -19,6 +19,7 @@ enum class StatusCode {
   kResourceExhausted,
   kFailedPrecondition,
   kInternal,
+  kOutOfMemory,  // the work does not fit in the memory budget (HTTP 507)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -49,6 +50,7 @@ inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
+inline Status OutOfMemory(std::string m) { return Status(StatusCode::kOutOfMemory, std::move(m)); }
 inline Status ResourceExhausted(std::string m) {
   return {StatusCode::kResourceExhausted, std::move(m)};
 }

@@ -1,7 +1,10 @@
 #include "base/strings.h"
 
+#include <cctype>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 
 namespace mtplx {
 
@@ -68,6 +71,40 @@ std::string HumanBytes(uint64_t bytes) {
   }
   return unit == 0 ? StrFormat("%llu B", static_cast<unsigned long long>(bytes))
                    : StrFormat("%.1f %s", value, units[unit]);
+}
+
+bool ParseByteSize(std::string_view text, uint64_t* bytes) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  size_t digits = 0;
+  bool dot = false;
+  while (digits < text.size() &&
+         ((text[digits] >= '0' && text[digits] <= '9') || (text[digits] == '.' && !dot))) {
+    dot = dot || text[digits] == '.';
+    ++digits;
+  }
+  if (digits == 0 || (digits == 1 && dot)) return false;
+  const double number = std::strtod(std::string(text.substr(0, digits)).c_str(), nullptr);
+  std::string unit(text.substr(digits));
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();  // "MB", "MIB"
+  if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();  // "MI"
+  double scale = 0;
+  if (unit.empty()) {
+    scale = 1024.0 * 1024.0;  // a bare number is MiB
+  } else if (unit.size() == 1) {
+    const std::string_view units = "BKMGT";
+    const size_t power = units.find(unit[0]);
+    if (power == std::string_view::npos) return false;
+    scale = std::pow(1024.0, static_cast<double>(power));
+  } else {
+    return false;
+  }
+  const double value = number * scale;
+  if (!(value >= 0) || value > 4.6e18) return false;
+  *bytes = static_cast<uint64_t>(value);
+  return true;
 }
 
 }  // namespace mtplx

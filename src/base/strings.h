@@ -31,4 +31,9 @@ std::string ShapeString(const std::vector<int64_t>& shape);
 // Human-readable byte count: "1.5 GiB".
 std::string HumanBytes(uint64_t bytes);
 
+// A size as people write it: "8G", "1.5GiB", "512M", "640k" (binary units; B, K, M, G, T with an
+// optional "i" and "B"); a bare number is MiB. False for anything else (negative, empty, junk,
+// beyond 2^62 bytes).
+bool ParseByteSize(std::string_view text, uint64_t* bytes);
+
 }  // namespace mtplx

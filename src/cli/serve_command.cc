@@ -33,7 +33,8 @@ struct ServeFlags {
   int threads = 0;
   int max_queue = 16;
   int parallel = 4;
-  double cache_mib = -1;  // -1: automatic
+  std::string memory_budget;  // "" : automatic
+  double cache_mib = -1;      // -1: automatic
   double max_body_mib = 32;
   int read_timeout = 30;
   std::vector<std::string> cors_origins;
@@ -71,11 +72,17 @@ void PrintBanner(const engine::Engine& engine, const server::ServerOptions& o, i
   std::printf("  OpenAI API base URL:    %s/v1\n", base.c_str());
   std::printf("  Anthropic API base URL: %s\n", base.c_str());
   std::printf("  Model: %s (%s)\n", o.defaults.model_id.c_str(), engine.model().dir().c_str());
+  const int parallel = engine.options().parallel;
+  const uint64_t committed = plan.base_bytes + parallel * plan.request_bytes;
   std::printf(
-      "  Memory: weights %s, state %s per sequence at %lld tokens (%s a token), prefix cache up "
-      "to %s, context window %lld\n",
-      HumanBytes(plan.weight_bytes).c_str(), HumanBytes(plan.state_bytes_at_context).c_str(),
-      static_cast<long long>(plan.context_window), HumanBytes(plan.kv_bytes_per_token).c_str(),
+      "  Memory: budget %s; model %s loaded; each request ~%s (short prompt, %lld new tokens; "
+      "%s a token of context); %d at once %s; prefix cache up to %s; context window %lld\n",
+      HumanBytes(plan.budget_bytes).c_str(), HumanBytes(plan.base_bytes).c_str(),
+      HumanBytes(plan.request_bytes).c_str(), static_cast<long long>(engine::kDecodeReserveTokens),
+      HumanBytes(plan.kv_bytes_per_token).c_str(), parallel,
+      committed <= plan.budget_bytes
+          ? ("leave " + HumanBytes(plan.budget_bytes - committed) + " headroom").c_str()
+          : "do not all fit: longer requests get HTTP 507",
       HumanBytes(plan.cache_budget_bytes).c_str(), static_cast<long long>(plan.context_window));
   if (engine.depth() > 0)
     std::printf("  MTP: on, depth %d\n", engine.depth());
@@ -120,6 +127,9 @@ int RunServe(const ServeFlags& f) {
   options.context_window = f.context_window;
   options.max_queue = f.max_queue;
   options.parallel = f.parallel;
+  if (!f.memory_budget.empty() && !ParseByteSize(f.memory_budget, &options.memory_budget))
+    return ReportError("--memory-budget: '" + f.memory_budget +
+                       "' is not a size (examples: 8G, 1536M, 0.5GiB)");
   options.cache_bytes =
       f.cache_mib < 0 ? AutomaticCacheBytes() : static_cast<uint64_t>(f.cache_mib * 1024 * 1024);
   const std::string tuned = ApplyTunedDepth(options);
@@ -192,6 +202,9 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--parallel", f->parallel,
                   "Requests decoded at once, batched into every forward (default 4)")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--memory-budget", f->memory_budget,
+                  "Memory the server may use, e.g. 8G (default: what is free at start, within "
+                  "the cgroup limit); requests that cannot fit get HTTP 507");
   cmd->add_option("--max-queue", f->max_queue,
                   "Requests that may wait while --parallel run; more get HTTP 503 (default 16)")
       ->check(CLI::Range(1, 1024));

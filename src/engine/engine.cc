@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <future>
+#include <limits>
 
 #include "base/file.h"
+#include "base/process_stats.h"
 #include "base/strings.h"
 #include "base/timer.h"
 #include "engine/depth_controller.h"
@@ -68,8 +70,10 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   const int64_t model_max = e->model_->config().max_position_embeddings;
   e->context_window_ =
       options.context_window > 0 ? std::min(options.context_window, model_max) : model_max;
-  if (options.cache_bytes > 0) e->bank_ = std::make_unique<SessionBank>(options.cache_bytes);
   e->ChooseMode();
+  e->SetMemoryBudget();
+  if (options.cache_bytes > 0)
+    e->bank_ = std::make_unique<SessionBank>(std::min(options.cache_bytes, e->BankRoom()));
   e->worker_ = std::thread([engine = e.get()] { engine->Loop(); });
   return e;
 }
@@ -189,6 +193,19 @@ Status Engine::CheckPromptFits(int64_t n) const {
 }
 
 Status Engine::Submit(Request request, EventSink sink) {
+  // A prepared request that could not fit even alone is refused now (HTTP 507 before any reply
+  // starts); one that fits waits in the queue until the running requests leave it room.
+  if (request.kind == PromptKind::kTokens && !request.tokens.empty()) {
+    const int64_t n = static_cast<int64_t>(request.tokens.size());
+    const int64_t max_tokens = std::clamp<int64_t>(request.max_tokens, 0, context_window_ - n);
+    const uint64_t need = RequestBytes(n, n, max_tokens);
+    if (base_bytes_ + need > memory_budget_)
+      return OutOfMemory(StrCat(
+          "insufficient memory: this request needs about ", HumanBytes(need), " (", n,
+          " prompt tokens and up to ", std::min(max_tokens, kDecodeReserveTokens),
+          " to generate) but the memory budget is ", HumanBytes(memory_budget_), " and the model ",
+          "holds ", HumanBytes(base_bytes_), "; use a shorter prompt or raise --memory-budget"));
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return FailedPrecondition("the engine is shutting down");
@@ -215,6 +232,7 @@ Result<Completion> Engine::Run(Request request, const EventSink& sink) {
 // A request being decoded: its job, its sequence and what its completion collects.
 struct Engine::Active {
   Job job;
+  uint64_t reserved = 0;  // bytes the memory governor holds for it
   Completion done;
   Timer clock;  // since the request's work started (TTFT)
   std::unique_ptr<TextStream> stream;
@@ -227,8 +245,15 @@ void Engine::Loop() {
   std::vector<std::unique_ptr<Active>> running;
   std::vector<Job> admitted;
   while (TakeJobs(running.size(), admitted)) {
-    for (Job& job : admitted) {
+    for (size_t i = 0; i < admitted.size(); ++i) {
+      Job& job = admitted[i];
       auto active = Admit(job);
+      if (!active.ok() && active.status().code() == StatusCode::kOutOfMemory && !running.empty()) {
+        // It fits once running requests finish: back to the head of the queue, in order.
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (size_t j = admitted.size(); j-- > i;) queue_.push_front(std::move(admitted[j]));
+        break;
+      }
       if (!active.ok()) {
         Event failed;
         failed.type = Event::Type::kFailed;
@@ -282,17 +307,96 @@ void Engine::StepAll(std::vector<std::unique_ptr<Active>>& running) {
     }
   }
   for (auto& a : running)
-    if (a->sequence->finished()) Complete(*a);
-  std::erase_if(running, [](const auto& a) { return a->sequence->finished(); });
+    if (a->sequence->finished()) {
+      Complete(*a);
+      a.reset();
+    }
+  std::erase(running, nullptr);
 }
 
 void Engine::Fail(Active& active, const Status& error) {
+  Release(active.reserved);
+  active.reserved = 0;
   Event failed;
   failed.type = Event::Type::kFailed;
   failed.error = error;
   if (active.job.sink) active.job.sink(failed);
   std::lock_guard<std::mutex> lock(mutex_);
   ++done_;
+}
+
+// What the process may use: the smallest of --memory-budget, what it holds now plus what the
+// system has free, and its cgroup's limit. Measured once the model is loaded, so base_bytes_
+// holds the weights and every copy the load made.
+void Engine::SetMemoryBudget() {
+  base_bytes_ = ReadProcessStats().resident_bytes;
+  uint64_t budget = std::numeric_limits<uint64_t>::max();
+  if (const uint64_t free = AvailableMemoryBytes()) budget = base_bytes_ + free;
+  if (const uint64_t cgroup = CgroupMemoryLimitBytes()) budget = std::min(budget, cgroup);
+  if (options_.memory_budget > 0) budget = std::min(budget, options_.memory_budget);
+  memory_budget_ = budget;
+}
+
+uint64_t Engine::BankRoom() const {
+  const uint64_t held = base_bytes_ + reserved_bytes_;
+  const uint64_t room = memory_budget_ > held ? memory_budget_ - held : 0;
+  return std::min(options_.cache_bytes, room);
+}
+
+namespace {
+
+// A request's projected bytes (see Engine::RequestBytes) from the per-sequence state sizes.
+uint64_t ProjectRequest(const MemoryPlan& plan, const io::ModelConfig& c, int64_t prompt_tokens,
+                        int64_t uncached_tokens, int64_t max_tokens) {
+  const int64_t tokens = prompt_tokens + std::min(max_tokens, kDecodeReserveTokens);
+  // Key/value caches grow by half their capacity at a time, so they may hold 1.5x the rows.
+  const uint64_t kv = plan.kv_bytes_per_token * static_cast<uint64_t>(tokens) * 3 / 2;
+  // A prefill chunk's activations, and a verify pass's DeltaNet tape and checkpoints.
+  const int64_t rows = std::clamp<int64_t>(uncached_tokens, 1, kPrefillChunk);
+  const int64_t per_row = 10 * c.hidden_size + 3 * c.ConvDim() + 2 * c.ValueDim() +
+                          3 * std::max({c.intermediate_size, c.moe_intermediate_size,
+                                        c.shared_expert_intermediate_size});
+  const uint64_t transient = static_cast<uint64_t>(rows * per_row) * sizeof(float);
+  return kv + transient + 6 * plan.recurrent_bytes;
+}
+
+}  // namespace
+
+uint64_t Engine::RequestBytes(int64_t prompt_tokens, int64_t uncached_tokens,
+                              int64_t max_tokens) const {
+  return ProjectRequest(memory_plan(), model_->config(), prompt_tokens, uncached_tokens,
+                        max_tokens);
+}
+
+Status Engine::Reserve(uint64_t bytes, int64_t prompt_tokens, int64_t uncached_tokens,
+                       int64_t max_tokens) {
+  auto held = [&] { return base_bytes_ + reserved_bytes_ + (bank_ ? bank_->bytes() : 0); };
+  if (held() + bytes > memory_budget_ && bank_) {
+    // Cached prefixes are the first thing to give way.
+    const uint64_t others = base_bytes_ + reserved_bytes_ + bytes;
+    bank_->ShrinkTo(memory_budget_ > others ? memory_budget_ - others : 0);
+  }
+  if (held() + bytes > memory_budget_) {
+    const uint64_t free = memory_budget_ > held() ? memory_budget_ - held() : 0;
+    return OutOfMemory(StrCat(
+        "insufficient memory: this request needs about ", HumanBytes(bytes), " (", prompt_tokens,
+        " prompt tokens, ", uncached_tokens, " of them not cached, and up to ",
+        std::min(max_tokens, kDecodeReserveTokens), " to generate) but only ", HumanBytes(free),
+        " of the ", HumanBytes(memory_budget_), " memory budget is free (model ",
+        HumanBytes(base_bytes_), ", running requests ", HumanBytes(reserved_bytes_),
+        ", prefix cache ", HumanBytes(bank_ ? bank_->bytes() : 0),
+        "); retry with a shorter prompt or when other requests finish, or raise --memory-budget"));
+  }
+  reserved_bytes_ += bytes;
+  std::lock_guard<std::mutex> lock(mutex_);
+  reserved_mirror_ = reserved_bytes_;
+  return Status::Ok();
+}
+
+void Engine::Release(uint64_t bytes) {
+  reserved_bytes_ -= std::min(bytes, reserved_bytes_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  reserved_mirror_ = reserved_bytes_;
 }
 
 Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
@@ -308,10 +412,6 @@ Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
   done.prompt_tokens = n;
   done.effective_max_tokens =
       static_cast<int>(std::min<int64_t>(std::max(request.max_tokens, 0), context_window_ - n));
-  if (request.prompt_logprobs) {
-    MTPLX_ASSIGN_OR_RETURN(done.prompt_logprobs,
-                           ScorePrompt(*model_, tokens, std::max(request.top_logprobs, 0)));
-  }
 
   GenerateRequest g;
   g.prompt = tokens;
@@ -348,6 +448,18 @@ Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
   }
   done.cached_tokens = cached.prefix ? cached.prefix->size() : 0;
   done.cache_miss_reason = bank_ ? cached.miss_reason : "cache_off";
+  const int64_t uncached = n - done.cached_tokens;
+  const uint64_t need = RequestBytes(n, uncached, done.effective_max_tokens);
+  MTPLX_RETURN_IF_ERROR(Reserve(need, n, uncached, done.effective_max_tokens));
+  a.reserved = need;
+  if (request.prompt_logprobs) {
+    auto scored = ScorePrompt(*model_, tokens, std::max(request.top_logprobs, 0));
+    if (!scored.ok()) {
+      Release(need);
+      return scored.status();
+    }
+    done.prompt_logprobs = std::move(scored).value();
+  }
 
   a.stream = std::make_unique<TextStream>(tokenizer_.get(), request.stop);
   a.text.type = Event::Type::kText;
@@ -402,6 +514,9 @@ void Engine::Complete(Active& a) {
     Fail(a, run.status());
     return;
   }
+  a.sequence.reset();  // its states are freed before the cache takes its capture
+  Release(a.reserved);
+  a.reserved = 0;
   GenerateResult& result = run->result;
   a.text.text = a.stream->Finish();
   if (!a.text.text.empty() && a.job.sink) a.job.sink(a.text);
@@ -413,7 +528,10 @@ void Engine::Complete(Active& a) {
   done.stats = result.stats;
   done.logprobs = std::move(result.logprobs);
   if (done.depth > 0) done.speculative = std::move(run->speculative);
-  if (bank_ && result.capture) bank_->Insert(std::move(*result.capture), done.cached_tokens);
+  if (bank_ && result.capture) {
+    bank_->SetBudget(BankRoom());
+    bank_->Insert(std::move(*result.capture), done.cached_tokens);
+  }
   Event finished;
   finished.type = Event::Type::kFinished;
   finished.completion = &done;
@@ -442,6 +560,9 @@ MemoryPlan Engine::memory_plan() const {
     per_state(model_->NewMtpState()->layout(), plan.kv_bytes_per_token, plan.recurrent_bytes);
   plan.state_bytes_at_context =
       plan.kv_bytes_per_token * static_cast<uint64_t>(context_window_) + plan.recurrent_bytes;
+  plan.budget_bytes = memory_budget_;
+  plan.base_bytes = base_bytes_;
+  plan.request_bytes = ProjectRequest(plan, model_->config(), 64, 64, kDecodeReserveTokens);
   return plan;
 }
 
@@ -450,6 +571,7 @@ EngineStatus Engine::status() const {
   EngineStatus s;
   s.queued = static_cast<int64_t>(queue_.size());
   s.running = running_;
+  s.reserved_bytes = reserved_mirror_;
   s.busy = running_ > 0;
   s.cache_bytes = bank_bytes_;
   s.cache_entries = bank_entries_;

@@ -63,6 +63,10 @@ struct EngineOptions {
   // Requests decoded at once (continuous batching): each has its own states; every step runs one
   // batched forward for all of them.
   int parallel = 1;
+  // The memory budget in bytes (0: what is free at start and the cgroup limit decide). A request
+  // whose projected state does not fit, even after evicting cached prefixes, is refused before
+  // its prefill (StatusCode::kOutOfMemory, HTTP 507).
+  uint64_t memory_budget = 0;
 };
 
 // How to turn a request into prompt tokens.
@@ -144,9 +148,21 @@ struct MemoryPlan {
   uint64_t state_bytes_at_context = 0;  // one sequence at the full context window
   uint64_t cache_budget_bytes = 0;
   int64_t context_window = 0;
+  // The memory governor: what the process may use (the smallest of --memory-budget, what was
+  // free at start plus what the process held, and the cgroup limit) and what it held once the
+  // model was loaded.
+  uint64_t budget_bytes = 0;
+  uint64_t base_bytes = 0;
+  // A request's reservation with a short prompt and kDecodeReserveTokens to generate.
+  uint64_t request_bytes = 0;
 };
 
+// A request reserves the state of its prompt and of at most this many generated tokens (a larger
+// max_tokens does not block admission; the context window still bounds the reply).
+inline constexpr int64_t kDecodeReserveTokens = 4096;
+
 struct EngineStatus {
+  uint64_t reserved_bytes = 0;  // what the running requests reserved
   int64_t queued = 0;
   bool busy = false;
   int running = 0;  // requests decoding now (at most EngineOptions::parallel)
@@ -215,6 +231,15 @@ class Engine {
   void StepAll(std::vector<std::unique_ptr<Active>>& running);
   void Complete(Active& active);
   void Fail(Active& active, const Status& error);
+  // The memory governor: a request's projected bytes, and reserving them (evicting cached
+  // prefixes when that makes room) or refusing with OutOfMemory.
+  uint64_t RequestBytes(int64_t prompt_tokens, int64_t uncached_tokens, int64_t max_tokens) const;
+  Status Reserve(uint64_t bytes, int64_t prompt_tokens, int64_t uncached_tokens,
+                 int64_t max_tokens);
+  void Release(uint64_t bytes);
+  void SetMemoryBudget();
+  // What the prefix cache may hold now: its budget, within what the running requests leave.
+  uint64_t BankRoom() const;
 
   EngineOptions options_;
   std::unique_ptr<model::Model> model_;
@@ -238,6 +263,9 @@ class Engine {
   // The running requests' cancel flags (set on shutdown).
   std::vector<std::shared_ptr<std::atomic<bool>>> running_cancels_;
   int running_ = 0;
+  uint64_t memory_budget_ = 0, base_bytes_ = 0;
+  uint64_t reserved_bytes_ = 0;   // by running requests (engine thread)
+  uint64_t reserved_mirror_ = 0;  // its copy for status(), under mutex_
   int64_t done_ = 0;
   uint64_t bank_bytes_ = 0;  // mirrors of the bank's size, for status() from other threads
   size_t bank_entries_ = 0;

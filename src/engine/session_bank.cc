@@ -95,6 +95,13 @@ void SessionBank::EvictToFit(uint64_t incoming) {
   }
 }
 
+void SessionBank::ShrinkTo(uint64_t bytes) {
+  while (!entries_.empty() && bytes_ > bytes) {
+    bytes_ -= entries_.back().bytes;
+    entries_.pop_back();
+  }
+}
+
 void SessionBank::Clear() {
   entries_.clear();
   bytes_ = 0;

@@ -40,6 +40,13 @@ class SessionBank {
   void Insert(PrefixCapture capture, int64_t restored);
 
   void Clear();
+  // Evicts least recently used entries until at most `bytes` remain.
+  void ShrinkTo(uint64_t bytes);
+  // A new byte budget (the memory governor lowers it while requests need the room).
+  void SetBudget(uint64_t budget) {
+    budget_ = budget;
+    ShrinkTo(budget);
+  }
   uint64_t bytes() const { return bytes_; }
   uint64_t budget() const { return budget_; }
   size_t size() const { return entries_.size(); }

@@ -444,7 +444,11 @@ void Server::Routes() {
               {"memory_plan",
                {{"weight_bytes", plan.weight_bytes},
                 {"kv_bytes_per_token", plan.kv_bytes_per_token},
-                {"state_bytes_at_context", plan.state_bytes_at_context}}},
+                {"state_bytes_at_context", plan.state_bytes_at_context},
+                {"budget_bytes", plan.budget_bytes},
+                {"model_bytes", plan.base_bytes},
+                {"request_bytes", plan.request_bytes},
+                {"reserved_bytes", s.reserved_bytes}}},
               {"api_key_required", !options_.api_keys.empty()}});
   });
 

@@ -273,6 +273,33 @@ def disconnects_cancel_and_a_full_queue_answers_503(mtplx):
         check(status == 200, f"after the disconnects: {status}")
 
 
+def insufficient_memory_answers_507(mtplx):
+    """With a memory budget just above the loaded model, a prompt whose state cannot fit is
+    refused with 507 insufficient_memory in both API shapes before any prefill, naming the need
+    and the budget; short requests keep working and the server stays up."""
+    with Server(mtplx) as probe:
+        model_bytes = probe.health()["memory_plan"]["model_bytes"]
+    budget_mib = model_bytes // (1 << 20) + 24
+    long_text = "word " * 20000
+    with Server(mtplx, "--memory-budget", f"{budget_mib}M", "--parallel", "1") as server:
+        for path in (CHAT, MESSAGES):
+            body = {**GOOD[path], "messages": [{"role": "user", "content": long_text}]}
+            status, data = post(server, path, json.dumps(body).encode())
+            check(status == 507, f"{path}: a prompt beyond the budget got {status}: {data[:300]!r}")
+            parsed = json.loads(data)
+            if anthropic_path(path):
+                check(parsed["type"] == "error" and parsed["error"]["type"] == "api_error", parsed)
+                message = parsed["error"]["message"]
+            else:
+                check(parsed["error"]["code"] == "insufficient_memory", parsed)
+                message = parsed["error"]["message"]
+            check("insufficient memory" in message and f"{budget_mib}.0 MiB" in message, message)
+        for path in (CHAT, MESSAGES):
+            status, data = post(server, path, json.dumps(GOOD[path]).encode())
+            check(status == 200, f"{path}: a short request after the 507s got {status}")
+        check(server.alive(), "the server died")
+
+
 def expect_error_shape_5xx(path, body):
     parsed = json.loads(body)
     if anthropic_path(path):
@@ -345,6 +372,11 @@ def main():
         total += 2
     except Exception as e:  # noqa: BLE001
         failures.append(f"disconnects_cancel_and_a_full_queue_answers_503: {e}")
+    try:
+        insufficient_memory_answers_507(mtplx)
+        total += 2
+    except Exception as e:  # noqa: BLE001
+        failures.append(f"insufficient_memory_answers_507: {e}")
     for f in failures:
         print("FAIL", f)
     print(f"{total} malformed requests, {len(failures)} failures")

@@ -11,6 +11,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,7 +24,8 @@ namespace {
 
 std::unique_ptr<Engine> OpenTrained(uint64_t cache_bytes = 0, bool no_mtp = false,
                                     int max_queue = 16,
-                                    std::optional<double> known_acceptance = std::nullopt) {
+                                    std::optional<double> known_acceptance = std::nullopt,
+                                    int parallel = 1) {
   EngineOptions options;
   options.model_dir = testing::TrainedModelDir();
   options.load.show_progress = false;
@@ -35,6 +37,7 @@ std::unique_ptr<Engine> OpenTrained(uint64_t cache_bytes = 0, bool no_mtp = fals
   options.no_mtp = no_mtp;
   options.max_queue = max_queue;
   options.known_mtp_acceptance = known_acceptance;
+  options.parallel = parallel;
   auto engine = Engine::Open(options);
   EXPECT_TRUE(engine.ok()) << engine.status().ToString();
   return engine.ok() ? std::move(engine).value() : nullptr;
@@ -202,6 +205,50 @@ TEST(EngineTest, CancelStopsARunningRequestAndSkipsAQueuedOne) {
   const Completion second = second_done.get_future().get();
   EXPECT_EQ(second.finish_reason, "cancelled");
   EXPECT_TRUE(second.tokens.empty());
+}
+
+// Eight requests submitted at once to an engine that decodes four at a time (with a prefix
+// cache they partly share) give exactly what a one-at-a-time engine gives each of them.
+TEST(EngineTest, ConcurrentRequestsGetTheirSoloTokens) {
+  auto batched = OpenTrained(uint64_t{64} << 20, false, 16, std::nullopt, /*parallel=*/4);
+  auto solo = OpenTrained();
+  ASSERT_TRUE(batched && solo);
+  auto request = [](const Engine& e, int i) {
+    const std::string topic[] = {"sorting", "a web server", "prime numbers", "JSON parsing"};
+    Request r = ChatRequest(e,
+                            {Text("system", "You write short Python functions."),
+                             Text("user", "Write a function about " + topic[i % 4] + ".")},
+                            24 + 5 * i, i % 2 ? 0.7 : 0.0, 100 + i);
+    r.ignore_eos = true;
+    return r;
+  };
+  constexpr int kRequests = 8;
+  std::vector<std::promise<Completion>> done(kRequests);
+  for (int i = 0; i < kRequests; ++i)
+    ASSERT_TRUE(batched
+                    ->Submit(request(*batched, i),
+                             [&done, i](const Event& e) {
+                               if (e.type == Event::Type::kFinished)
+                                 done[i].set_value(*e.completion);
+                               if (e.type == Event::Type::kFailed)
+                                 done[i].set_exception(std::make_exception_ptr(
+                                     std::runtime_error(e.error.ToString())));
+                             })
+                    .ok());
+  int most_running = 0;
+  for (int spins = 0; spins < 2000 && most_running < 2; ++spins) {
+    most_running = std::max(most_running, batched->status().running);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    const Completion got = done[i].get_future().get();
+    auto want = solo->Run(request(*solo, i));
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    EXPECT_EQ(got.tokens, want->tokens) << "request " << i;
+    EXPECT_EQ(got.text, want->text) << "request " << i;
+  }
+  EXPECT_GE(most_running, 2);
+  EXPECT_LE(most_running, 4);
 }
 
 // A conversation of three turns, each extending the last: with the prefix cache, later turns
