@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of mtplx from Debian 12 packages.
+# Installs every build dependency of mtplx from Debian 12 packages; with --test, also what the
+# tests drive (a headless browser for the dashboard, nginx for the scale-out test).
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git python3 python3-venv curl
@@ -7,6 +8,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev clang-format clang-tidy
 )
+if [[ "${1:-}" == "--test" ]]; then
+  PACKAGES+=(chromium chromium-driver nginx)
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

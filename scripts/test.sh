@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds and runs the test suite: layering check, then every ctest label except `slow`
 # (run those with: ctest --test-dir build -L slow). The server tests drive real clients (PyPI
-# openai, anthropic, claude-agent-sdk, aider-chat), installed into build/clients first.
+# openai, anthropic, claude-agent-sdk, aider-chat, selenium with Debian's chromium), installed
+# into build/clients first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 python3 tools/check_layering.py
 cmake --preset release > /dev/null
 cmake --build build -j "$(nproc)"

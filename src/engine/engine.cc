@@ -199,6 +199,10 @@ Status Engine::Submit(Request request, EventSink sink) {
     const int64_t n = static_cast<int64_t>(request.tokens.size());
     const int64_t max_tokens = std::clamp<int64_t>(request.max_tokens, 0, context_window_ - n);
     const uint64_t need = RequestBytes(n, n, max_tokens);
+    if (base_bytes_ + need > memory_budget_) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++metrics_.refused_memory;
+    }
     if (base_bytes_ + need > memory_budget_)
       return OutOfMemory(StrCat(
           "insufficient memory: this request needs about ", HumanBytes(need), " (", n,
@@ -255,18 +259,24 @@ void Engine::Loop() {
         break;
       }
       if (!active.ok()) {
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          ++done_;
+          running_ = std::max(running_ - 1, 0);
+          ++metrics_.failed;
+          if (active.status().code() == StatusCode::kOutOfMemory) ++metrics_.refused_memory;
+        }
         Event failed;
         failed.type = Event::Type::kFailed;
         failed.error = active.status();
         if (job.sink) job.sink(failed);
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++done_;
         continue;
       }
       running.push_back(std::move(active).value());
     }
     admitted.clear();
     StepAll(running);
+    SampleThroughput();
     std::lock_guard<std::mutex> lock(mutex_);
     running_cancels_.clear();
     for (const auto& a : running) running_cancels_.push_back(a->job.request.cancel);
@@ -317,12 +327,18 @@ void Engine::StepAll(std::vector<std::unique_ptr<Active>>& running) {
 void Engine::Fail(Active& active, const Status& error) {
   Release(active.reserved);
   active.reserved = 0;
+  {
+    // Counted before the client hears, so what it asks next already shows it.
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++metrics_.failed;
+    if (error.code() == StatusCode::kOutOfMemory) ++metrics_.refused_memory;
+    ++done_;
+    running_ = std::max(running_ - 1, 0);
+  }
   Event failed;
   failed.type = Event::Type::kFailed;
   failed.error = error;
   if (active.job.sink) active.job.sink(failed);
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++done_;
 }
 
 // What the process may use: the smallest of --memory-budget, what it holds now plus what the
@@ -463,7 +479,8 @@ Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
 
   a.stream = std::make_unique<TextStream>(tokenizer_.get(), request.stop);
   a.text.type = Event::Type::kText;
-  auto on_token = [&a](int32_t token) {
+  auto on_token = [this, &a](int32_t token) {
+    ++emitted_tokens_;
     if (a.first_token) {
       a.done.ttft_seconds = a.clock.Seconds();
       a.first_token = false;
@@ -532,12 +549,81 @@ void Engine::Complete(Active& a) {
     bank_->SetBudget(BankRoom());
     bank_->Insert(std::move(*result.capture), done.cached_tokens);
   }
+  Record(done);  // counted before the client hears, so what it asks next already shows it
   Event finished;
   finished.type = Event::Type::kFinished;
   finished.completion = &done;
   if (a.job.sink) a.job.sink(finished);
+}
+
+void Engine::Record(const Completion& done) {
+  if (done.stats.decode_seconds > 0 && done.stats.completion_tokens > 1) {
+    stream_rates_.push_back(done.stats.DecodeTokensPerSecond());
+    if (stream_rates_.size() > 32) stream_rates_.pop_front();
+  }
+  double stream = 0.0;
+  for (double r : stream_rates_) stream += r;
   std::lock_guard<std::mutex> lock(mutex_);
   ++done_;
+  running_ = std::max(running_ - 1, 0);
+  EngineMetrics& m = metrics_;
+  ++m.finished[done.finish_reason];
+  m.prompt_tokens += done.prompt_tokens;
+  m.cached_prompt_tokens += done.cached_tokens;
+  m.generated_tokens += static_cast<int64_t>(done.tokens.size());
+  if (!done.tokens.empty()) {
+    int bucket = 0;
+    while (bucket < EngineMetrics::kTtftBucketCount &&
+           done.ttft_seconds > EngineMetrics::kTtftBuckets[bucket])
+      ++bucket;
+    ++m.ttft_counts[bucket];
+    m.ttft_sum += done.ttft_seconds;
+    ++m.ttft_count;
+  }
+  m.stream_tok_s = stream_rates_.empty() ? 0.0 : stream / static_cast<double>(stream_rates_.size());
+  const SpeculativeStats& s = done.speculative;
+  if (done.depth > 0) {
+    const size_t depths = s.proposed_by_depth.empty() ? 0 : s.proposed_by_depth.size() - 1;
+    if (m.proposed_by_depth.size() < depths) {
+      m.proposed_by_depth.resize(depths, 0);
+      m.accepted_by_depth.resize(depths, 0);
+    }
+    for (size_t d = 1; d <= depths; ++d) {
+      m.proposed_by_depth[d - 1] += s.proposed_by_depth[d];
+      m.accepted_by_depth[d - 1] += s.accepted_by_depth[d];
+    }
+    m.cycles += s.cycles;
+    for (size_t n = 0; n < s.tokens_per_cycle.size(); ++n)
+      m.cycle_tokens += static_cast<int64_t>(n) * s.tokens_per_cycle[n];
+  }
+}
+
+// Called after every step: the aggregate rate over the last 5 seconds, and a point of the
+// dashboard's chart once a second.
+void Engine::SampleThroughput() {
+  const double now = opened_.Seconds();
+  if (!throughput_.empty() && now - throughput_.back().first < 0.2) return;
+  throughput_.emplace_back(now, emitted_tokens_);
+  while (throughput_.size() > 2 && now - throughput_.front().first > 5.0) throughput_.pop_front();
+  const auto& [t0, n0] = throughput_.front();
+  const double rate = now > t0 ? static_cast<double>(emitted_tokens_ - n0) / (now - t0) : 0.0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  metrics_.tok_s = rate;
+  last_sample_seconds_ = now;
+  if (now - last_history_ >= 1.0) {
+    metrics_.history.emplace_back(now, rate);
+    if (metrics_.history.size() > 600) metrics_.history.erase(metrics_.history.begin());
+    last_history_ = now;
+  }
+}
+
+EngineMetrics Engine::metrics() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineMetrics m = metrics_;
+  m.uptime_seconds = opened_.Seconds();
+  // Idle for a while: nothing is being generated now.
+  if (running_ == 0 && m.uptime_seconds - last_sample_seconds_ > 5.0) m.tok_s = 0.0;
+  return m;
 }
 
 MemoryPlan Engine::memory_plan() const {

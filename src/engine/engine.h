@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/timer.h"
 #include "chat/chat_template.h"
 #include "chat/conversation.h"
 #include "engine/generator.h"
@@ -171,6 +173,31 @@ struct EngineStatus {
   int64_t requests_done = 0;
 };
 
+// What the engine has done since it opened, for /metrics, /v1/mtplx/stats and the dashboard.
+struct EngineMetrics {
+  // Upper bounds (seconds) of the time-to-first-token histogram buckets; +Inf is implied.
+  static constexpr double kTtftBuckets[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+  static constexpr int kTtftBucketCount = 10;
+
+  std::map<std::string, int64_t> finished;  // requests by finish reason
+  int64_t failed = 0;                       // requests that ended in an error
+  int64_t refused_memory = 0;               // 507: could not fit the memory budget
+  int64_t prompt_tokens = 0, cached_prompt_tokens = 0, generated_tokens = 0;
+  int64_t ttft_counts[kTtftBucketCount + 1] = {};  // per bucket (not cumulative); last: +Inf
+  double ttft_sum = 0.0;
+  int64_t ttft_count = 0;
+  // Speculation over all requests: drafts proposed / accepted at depth d (index d - 1), cycles
+  // and the tokens they committed.
+  std::vector<int64_t> proposed_by_depth, accepted_by_depth;
+  int64_t cycles = 0, cycle_tokens = 0;
+  // Throughput: generated tokens per second over the last few seconds (all streams), and the
+  // mean decode rate of the last requests (one stream each).
+  double tok_s = 0.0, stream_tok_s = 0.0;
+  // (seconds since the engine opened, tok/s) once a second, the last 10 minutes.
+  std::vector<std::pair<double, double>> history;
+  double uptime_seconds = 0.0;
+};
+
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> Open(const EngineOptions& options);
@@ -210,6 +237,7 @@ class Engine {
   void SetSpeculation(bool on) { speculate_ = on && depth_ > 0; }
   MemoryPlan memory_plan() const;
   EngineStatus status() const;
+  EngineMetrics metrics() const;
 
  private:
   struct Job {
@@ -238,6 +266,9 @@ class Engine {
                  int64_t max_tokens);
   void Release(uint64_t bytes);
   void SetMemoryBudget();
+  // Metrics bookkeeping (engine thread; the copy under mutex_).
+  void Record(const Completion& done);
+  void SampleThroughput();
   // What the prefix cache may hold now: its budget, within what the running requests leave.
   uint64_t BankRoom() const;
 
@@ -266,6 +297,13 @@ class Engine {
   uint64_t memory_budget_ = 0, base_bytes_ = 0;
   uint64_t reserved_bytes_ = 0;   // by running requests (engine thread)
   uint64_t reserved_mirror_ = 0;  // its copy for status(), under mutex_
+  EngineMetrics metrics_;         // under mutex_
+  Timer opened_;
+  int64_t emitted_tokens_ = 0;  // engine thread: every token any request emitted
+  std::deque<std::pair<double, int64_t>> throughput_;  // (seconds, emitted) samples, engine thread
+  std::deque<double> stream_rates_;                    // last requests' decode tok/s
+  double last_history_ = -1.0;
+  double last_sample_seconds_ = 0.0;  // under mutex_
   int64_t done_ = 0;
   uint64_t bank_bytes_ = 0;  // mirrors of the bank's size, for status() from other threads
   size_t bank_entries_ = 0;

@@ -11,6 +11,8 @@
 #include "api/anthropic_api.h"
 #include "api/openai_api.h"
 #include "base/strings.h"
+#include "server/dashboard.h"
+#include "server/metrics.h"
 
 namespace mtplx::server {
 namespace {
@@ -259,7 +261,8 @@ void Server::Routes() {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
-    if (req.path == "/health" || options_.api_keys.empty())
+    // The dashboard page carries no data (its script sends the key with each poll).
+    if (req.path == "/health" || req.path == "/dashboard" || options_.api_keys.empty())
       return httplib::Server::HandlerResponse::Unhandled;
     if (!KeyMatches(PresentedKey(req), options_.api_keys)) {
       SendError(req, res,
@@ -450,6 +453,18 @@ void Server::Routes() {
                 {"request_bytes", plan.request_bytes},
                 {"reserved_bytes", s.reserved_bytes}}},
               {"api_key_required", !options_.api_keys.empty()}});
+  });
+
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(PrometheusText(TakeSnapshot(engine_, counters_)),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+  http.Get("/v1/mtplx/stats", [this](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200, StatsJson(TakeSnapshot(engine_, counters_)));
+  });
+  http.Get("/dashboard", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(DashboardHtml(), "text/html; charset=utf-8");
   });
 
   http.Get("/v1", [](const httplib::Request&, httplib::Response& res) {
