@@ -10,10 +10,10 @@ import json
 import shutil
 import sys
 import threading
-import time
+import urllib.error
 import urllib.request
 
-from harness import Server, check, run_scenarios
+from harness import Server, check, run_scenarios, wait_for
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -34,15 +34,6 @@ def text(driver, element_id):
     return driver.find_element("id", element_id).text
 
 
-def wait_until(predicate, seconds, what):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(what)
-
-
 def stream_long_reply(server, tokens):
     body = {"messages": [{"role": "user", "content": "Tell me a long story."}],
             "max_tokens": tokens, "ignore_eos": True, "stream": True}
@@ -60,17 +51,17 @@ def dashboard_updates_live(mtplx):
         driver = browser()
         try:
             driver.get(server.base + "/dashboard")
-            wait_until(lambda: text(driver, "status").startswith("live"), 20,
+            wait_for(lambda: text(driver, "status").startswith("live"), 20,
                        f"the page never polled: {text(driver, 'status')!r}")
             check(text(driver, "slots-total") == "4", f"slots: {text(driver, 'slots-total')!r}")
             check(text(driver, "requests") == "0", f"requests: {text(driver, 'requests')!r}")
             streaming = threading.Thread(target=stream_long_reply, args=(server, 6000))
             streaming.start()
-            wait_until(lambda: text(driver, "slots-busy") == "1", 30, "no busy slot was shown")
-            wait_until(lambda: float(text(driver, "tok-s")) > 0, 30, "tok/s never moved")
+            wait_for(lambda: text(driver, "slots-busy") == "1", 30, "no busy slot was shown")
+            wait_for(lambda: float(text(driver, "tok-s")) > 0, 30, "tok/s never moved")
             first = float(text(driver, "tok-s"))
             streaming.join()
-            wait_until(lambda: text(driver, "requests") == "1", 30,
+            wait_for(lambda: text(driver, "requests") == "1", 30,
                        f"the finished request was not counted: {text(driver, 'requests')!r}")
             check(int(text(driver, "generated")) == 6000, text(driver, "generated"))
             check(driver.find_element("id", "chart").get_attribute("innerHTML").count("<path") == 2,

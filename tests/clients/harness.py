@@ -110,6 +110,16 @@ def run_scenarios(scenarios, *args) -> int:
     return 1 if failed else 0
 
 
+def wait_for(predicate, seconds, what):
+    """Polls `predicate` every 50 ms; raises AssertionError(what) after `seconds`."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(what)
+
+
 def check(condition, message=""):
     if not condition:
         raise AssertionError(message)

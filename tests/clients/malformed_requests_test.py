@@ -11,7 +11,7 @@ import socket
 import sys
 import time
 
-from harness import Server, check, mtplx_binary
+from harness import Server, check, mtplx_binary, wait_for
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
@@ -224,15 +224,6 @@ def open_request(server, path, body):
     s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
     return s
-
-
-def wait_for(predicate, seconds, what):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(what)
 
 
 def disconnects_cancel_and_a_full_queue_answers_503(mtplx):
