@@ -9,6 +9,7 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 std::atomic<int> g_signal{0};
 std::atomic<bool> g_exit_now{false};
+std::atomic<int> g_count{0};
 
 // Async-signal-safe: atomics, write(2) and _exit(2) only.
 void OnSignal(int signo) {
@@ -18,6 +19,7 @@ void OnSignal(int signo) {
     _exit(128 + signo);
   }
   g_signal.store(signo);
+  g_count.fetch_add(1);
   g_interrupted.store(true);
 }
 
@@ -37,6 +39,7 @@ std::shared_ptr<std::atomic<bool>> InterruptFlag() {
 }
 bool Interrupted() { return g_interrupted.load(); }
 int InterruptSignal() { return g_signal.load(); }
+int InterruptCount() { return g_count.load(); }
 
 void ClearInterrupt() {
   g_interrupted.store(false);

@@ -17,6 +17,8 @@ std::shared_ptr<std::atomic<bool>> InterruptFlag();
 bool Interrupted();
 // The signal that raised the flag (0 if none): exit codes are 128 + it.
 int InterruptSignal();
+// Signals received since the handlers were installed (serve: a second one stops the drain).
+int InterruptCount();
 // Lowers the flag before the next reply.
 void ClearInterrupt();
 

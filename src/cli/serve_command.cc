@@ -33,6 +33,7 @@ struct ServeFlags {
   int threads = 0;
   int max_queue = 16;
   int parallel = 4;
+  double drain_seconds = 30;
   std::string memory_budget;  // "" : automatic
   double cache_mib = -1;      // -1: automatic
   double max_body_mib = 32;
@@ -98,6 +99,28 @@ void PrintBanner(const engine::Engine& engine, const server::ServerOptions& o, i
   std::fflush(stdout);
 }
 
+// Stops taking new generation requests and waits, up to `seconds`, for the running and queued
+// ones to finish; a second signal ends the wait (what is left is cancelled as the engine closes).
+void Drain(server::Server& server, const engine::Engine& engine, double seconds) {
+  server.BeginDrain();
+  engine::EngineStatus s = engine.status();
+  if (s.running == 0 && s.queued == 0) return;
+  std::fprintf(stderr,
+               "[mtplx] draining: %d running, %lld waiting; finishing them (up to %.0f s; Ctrl-C "
+               "again stops now)\n",
+               s.running, static_cast<long long>(s.queued), seconds);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (InterruptCount() < 2 && std::chrono::steady_clock::now() < deadline) {
+    s = engine.status();
+    if (s.running == 0 && s.queued == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  s = engine.status();
+  if (s.running > 0 || s.queued > 0)
+    std::fprintf(stderr, "[mtplx] drain ended: cancelling %d running, %lld waiting\n", s.running,
+                 static_cast<long long>(s.queued));
+}
+
 int RunServe(const ServeFlags& f) {
   engine::EngineOptions options;
   options.model_dir = f.model_dir;
@@ -149,10 +172,13 @@ int RunServe(const ServeFlags& f) {
   server::Server server(**engine, s);
   if (Status bound = server.Bind(); !bound.ok()) return ReportError(bound.message());
   PrintBanner(**engine, s, server.port());
-  // Ctrl-C / SIGTERM raise a flag; a watcher thread stops the server (not signal-safe itself).
+  // Ctrl-C / SIGTERM raise a flag; a watcher thread drains and stops the server (not
+  // signal-safe itself).
   InstallInterruptHandlers();
-  std::thread watcher([&server] {
+  const engine::Engine& e = **engine;
+  std::thread watcher([&server, &e, &f] {
     while (!Interrupted()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!server.draining()) Drain(server, e, f.drain_seconds);
     server.Stop();
   });
   const Status ran = server.Run();
@@ -205,6 +231,11 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--memory-budget", f->memory_budget,
                   "Memory the server may use, e.g. 8G (default: what is free at start, within "
                   "the cgroup limit); requests that cannot fit get HTTP 507");
+  cmd->add_option("--drain-seconds", f->drain_seconds,
+                  "On SIGTERM or Ctrl-C, how long running requests may take to finish while new "
+                  "ones get 503 (default 30; a second signal stops at once)")
+      ->check(FiniteNumber())
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--max-queue", f->max_queue,
                   "Requests that may wait while --parallel run; more get HTTP 503 (default 16)")
       ->check(CLI::Range(1, 1024));

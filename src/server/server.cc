@@ -328,6 +328,8 @@ void Server::Routes() {
   auto generate = [this](const httplib::Request& req, httplib::Response& res,
                          engine::Request request,
                          std::unique_ptr<api::ResponseFormatter> formatter) -> api::MaybeError {
+    if (draining_)
+      return api::Overloaded("the server is shutting down; retry shortly (or on another replica)");
     if (Status prepared = engine_.Prepare(request); !prepared.ok())
       return api::FromStatus(prepared);
     auto channel = std::make_shared<EventChannel>();
@@ -427,7 +429,7 @@ void Server::Routes() {
     const engine::EngineStatus s = engine_.status();
     const engine::MemoryPlan plan = engine_.memory_plan();
     SendJson(res, 200,
-             {{"status", "ok"},
+             {{"status", draining_ ? "draining" : "ok"},
               {"model", defaults.model_id},
               {"mtp",
                {{"enabled", engine_.depth() > 0},

@@ -58,6 +58,10 @@ class Server {
   // Serves until Stop() (from another thread or a signal handler's helper thread).
   Status Run();
   void Stop();
+  // Graceful shutdown, first half: new generation requests get 503 (Retry-After) while the
+  // running and queued ones finish; /health reports "draining".
+  void BeginDrain() { draining_ = true; }
+  bool draining() const { return draining_; }
 
   const ServerCounters& counters() const { return counters_; }
 
@@ -69,6 +73,7 @@ class Server {
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;
   ServerCounters counters_;
+  std::atomic<bool> draining_{false};
 };
 
 // Constant-time comparison of a presented key with the accepted ones.

@@ -7,6 +7,7 @@ Usage: python malformed_requests_test.py PATH/TO/mtplx   (standard library only)
 """
 import http.client
 import json
+import signal
 import socket
 import sys
 import time
@@ -264,6 +265,31 @@ def disconnects_cancel_and_a_full_queue_answers_503(mtplx):
         check(status == 200, f"after the disconnects: {status}")
 
 
+def sigterm_drains_in_flight_requests(mtplx):
+    """SIGTERM: new requests get 503 while the running one streams to its end; then the server
+    exits 0."""
+    with Server(mtplx, "--parallel", "2", "--no-mtp") as server:
+        running = open_request(server, CHAT, {"messages": USER, "max_tokens": 4000,
+                                              "ignore_eos": True, "stream": True})
+        running.settimeout(120)
+        received = running.recv(65536)
+        while b"data: {" not in received:
+            received += running.recv(65536)
+        server.proc.send_signal(signal.SIGTERM)
+        wait_for(lambda: server.health()["status"] == "draining", 30, "not draining")
+        status, data = post(server, CHAT, json.dumps(GOOD[CHAT]).encode())
+        check(status == 503, f"a new request while draining got {status}")
+        while b"data: [DONE]" not in received:
+            chunk = running.recv(65536)
+            check(chunk, "the running reply was cut off by the shutdown")
+            received += chunk
+        running.close()
+        check(b'"finish_reason":"length"' in received, received[-400:])
+        server.proc.wait(timeout=60)
+        check(server.proc.returncode == 0, f"exit code {server.proc.returncode}")
+        check("draining: 1 running" in server.logs(), server.logs()[-500:])
+
+
 def insufficient_memory_answers_507(mtplx):
     """With a memory budget just above the loaded model, a prompt whose state cannot fit is
     refused with 507 insufficient_memory in both API shapes before any prefill, naming the need
@@ -363,6 +389,11 @@ def main():
         total += 2
     except Exception as e:  # noqa: BLE001
         failures.append(f"disconnects_cancel_and_a_full_queue_answers_503: {e}")
+    try:
+        sigterm_drains_in_flight_requests(mtplx)
+        total += 1
+    except Exception as e:  # noqa: BLE001
+        failures.append(f"sigterm_drains_in_flight_requests: {e}")
     try:
         insufficient_memory_answers_507(mtplx)
         total += 2
