@@ -193,6 +193,7 @@ void ApplySampling(const SamplingFields& f, const ServeDefaults& d, engine::Requ
   request.seed = f.seed   ? static_cast<uint64_t>(*f.seed)
                  : d.seed ? static_cast<uint64_t>(*d.seed)
                           : std::random_device{}();
+  request.reproducible = f.seed.has_value() || d.seed.has_value();
 }
 
 std::string ForceToolCall(const ToolChoice& choice, const ServeDefaults& defaults,

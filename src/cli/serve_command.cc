@@ -34,6 +34,7 @@ struct ServeFlags {
   int max_queue = 16;
   int parallel = 4;
   double drain_seconds = 30;
+  int max_step_rows = 16;
   std::string memory_budget;  // "" : automatic
   double cache_mib = -1;      // -1: automatic
   double max_body_mib = 32;
@@ -150,6 +151,7 @@ int RunServe(const ServeFlags& f) {
   options.context_window = f.context_window;
   options.max_queue = f.max_queue;
   options.parallel = f.parallel;
+  options.max_step_rows = f.max_step_rows;
   if (!f.memory_budget.empty() && !ParseByteSize(f.memory_budget, &options.memory_budget))
     return ReportError("--memory-budget: '" + f.memory_budget +
                        "' is not a size (examples: 8G, 1536M, 0.5GiB)");
@@ -231,6 +233,10 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--memory-budget", f->memory_budget,
                   "Memory the server may use, e.g. 8G (default: what is free at start, within "
                   "the cgroup limit); requests that cannot fit get HTTP 507");
+  cmd->add_option("--max-step-rows", f->max_step_rows,
+                  "Verify rows per step before greedy (and unseeded) requests stop drafting "
+                  "(default 16; 0 = no limit)")
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--drain-seconds", f->drain_seconds,
                   "On SIGTERM or Ctrl-C, how long running requests may take to finish while new "
                   "ones get 503 (default 30; a second signal stops at once)")

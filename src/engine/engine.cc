@@ -308,7 +308,7 @@ void Engine::StepAll(std::vector<std::unique_ptr<Active>>& running) {
   for (const auto& a : running)
     if (!a->sequence->finished()) stepping.push_back(a->sequence.get());
   if (!stepping.empty()) {
-    const Status stepped = Step(*model_, stepping);
+    const Status stepped = Step(*model_, stepping, options_.max_step_rows);
     if (!stepped.ok()) {
       // A forward refused the batch: nothing sensible can continue from these states.
       for (auto& a : running) Fail(*a, stepped);
@@ -437,6 +437,7 @@ Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
   if (!request.ignore_eos) g.stop_ids = end_ids_;
   g.cancel = request.cancel.get();
   g.top_logprobs = request.top_logprobs;
+  g.depth_may_vary = request.sampling.greedy() || !request.reproducible;
   const bool speculate =
       speculate_ && request.speculate && request.top_logprobs < 0 &&
       n + std::max(depth_, kAdaptiveMaxDepth) + 1 < model_->config().max_position_embeddings;

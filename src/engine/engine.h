@@ -65,6 +65,11 @@ struct EngineOptions {
   // Requests decoded at once (continuous batching): each has its own states; every step runs one
   // batched forward for all of them.
   int parallel = 1;
+  // Verify rows one step may carry before the drafts of requests whose output cannot depend on
+  // it (greedy, or sampled without a client seed) are cut, deepest first, down to plain steps:
+  // past the point where a forward turns compute-bound, drafting costs more than it wins.
+  // 0: no limit.
+  int max_step_rows = 16;
   // The memory budget in bytes (0: what is free at start and the cgroup limit decide). A request
   // whose projected state does not fit, even after evicting cached prefixes, is refused before
   // its prefill (StatusCode::kOutOfMemory, HTTP 507).
@@ -91,6 +96,9 @@ struct Request {
 
   sample::SamplingParams sampling;
   uint64_t seed = 0;
+  // The seed was chosen by the client: a sampled reply must be the same however busy the engine
+  // is, so its draft depth never follows occupancy (greedy replies are the same at any depth).
+  bool reproducible = true;
   int max_tokens = 256;  // clamped to what the context window leaves
   std::vector<std::string> stop;
   bool ignore_eos = false;

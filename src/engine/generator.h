@@ -68,6 +68,9 @@ struct GenerateRequest {
   // Log-probabilities of each generated token with this many alternatives (-1: none; plain
   // decoding only).
   int top_logprobs = -1;
+  // Drafts may be cut when a batch is full (engine::Step): only when that cannot change the
+  // output (greedy, or a seed nobody asked to reproduce).
+  bool depth_may_vary = false;
   bool Cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
 };
 

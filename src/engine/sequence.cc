@@ -166,6 +166,12 @@ void Sequence::BeginCycle() {
   committed_mtp_ = mtp_->position() + static_cast<int64_t>(pair_tokens_.size());
 }
 
+bool Sequence::CutDraft() {
+  if (!cycle_open_ || depth_ == 0 || !request_.depth_may_vary) return false;
+  --depth_;
+  return true;
+}
+
 bool Sequence::WantsMtp(int round) const {
   if (finished_ || !speculative_) return false;
   if (prefilling()) return round == 0 && !pair_tokens_.empty();
@@ -372,8 +378,30 @@ Result<SpeculativeResult> Sequence::TakeResult() {
   return SpeculativeResult{std::move(result_), std::move(stats_)};
 }
 
-Status Step(const model::Model& model, std::span<Sequence* const> sequences) {
+namespace {
+
+// While the step's trunk rows exceed `max_rows`, one draft of the deepest sequence that allows it
+// goes (ties: the first in the batch).
+void FitRows(std::span<Sequence* const> sequences, int max_rows) {
+  int64_t rows = 0;
+  for (const Sequence* s : sequences) rows += s->trunk_rows();
+  while (rows > max_rows) {
+    std::vector<Sequence*> order(sequences.begin(), sequences.end());
+    std::stable_sort(order.begin(), order.end(), [](const Sequence* a, const Sequence* b) {
+      return a->cycle_depth() > b->cycle_depth();
+    });
+    bool cut = false;
+    for (auto it = order.begin(); it != order.end() && !cut; ++it) cut = (*it)->CutDraft();
+    if (!cut) return;
+    --rows;
+  }
+}
+
+}  // namespace
+
+Status Step(const model::Model& model, std::span<Sequence* const> sequences, int max_rows) {
   for (Sequence* s : sequences) s->Begin();
+  if (max_rows > 0) FitRows(sequences, max_rows);
   std::vector<model::ForwardItem> items;
   std::vector<Sequence*> members;
   for (int round = 0;; ++round) {

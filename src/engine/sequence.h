@@ -57,6 +57,10 @@ class Sequence {
   // The step protocol (Step runs it for a batch). Begin: a cancelled request finishes; a
   // decoding one picks its primary token and this cycle's depth (it may finish on the primary).
   void Begin();
+  // Cuts this cycle's drafts by one (before the MTP rounds); false when it has none left to cut
+  // or its output could depend on the depth.
+  bool CutDraft();
+  int cycle_depth() const { return cycle_open_ ? depth_ : 0; }
   bool WantsMtp(int round) const;
   model::ForwardItem MtpItem(int round);
   // After the round's forward ran (its wall time, for the stats).
@@ -134,7 +138,9 @@ class Sequence {
 };
 
 // One step of every sequence given (none finished): batched MTP rounds, then one batched trunk
-// forward. Sequences that finish during the step are left finished.
-Status Step(const model::Model& model, std::span<Sequence* const> sequences);
+// forward. Sequences that finish during the step are left finished. With max_rows > 0, drafts of
+// sequences whose output does not depend on them are cut (deepest first) while the step's trunk
+// rows exceed it.
+Status Step(const model::Model& model, std::span<Sequence* const> sequences, int max_rows = 0);
 
 }  // namespace mtplx::engine

@@ -49,10 +49,13 @@ Mix MakeMix(int i, const PrefixState* prefix) {
   r.prefix = prefix;
   r.max_tokens = 12 + static_cast<int>(rng.Next() % 40);
   r.seed = 77 + i;
+  r.depth_may_vary = i % 2 == 0;  // greedy: a full batch may cut its drafts
   if (i % 2 == 1) {
     r.sampling.temperature = 0.8;
     r.sampling.top_p = 0.95;
     r.sampling.top_k = 40;
+  } else {
+    r.sampling.temperature = 0.0;  // greedy
   }
   mix.speculative = i % 4 != 3;
   mix.options.depth = 1 + i % 3;
@@ -64,6 +67,47 @@ Mix MakeMix(int i, const PrefixState* prefix) {
 Result<std::unique_ptr<Sequence>> Open(const model::Model& m, const Mix& mix) {
   return mix.speculative ? Sequence::Speculative(m, mix.request, mix.options, nullptr)
                          : Sequence::Plain(m, mix.request, nullptr);
+}
+
+// Batched: requests join two steps apart; up to 5 run at once; each leaves when done. With
+// max_rows, full steps cut the drafts of the greedy requests.
+std::vector<std::vector<int32_t>> RunBatched(const model::Model& m, const std::vector<Mix>& mixes,
+                                             int max_rows, int* most_running, int64_t* cuts) {
+  const int n = static_cast<int>(mixes.size());
+  std::vector<std::unique_ptr<Sequence>> sequences(n);
+  std::vector<std::vector<int32_t>> out(n);
+  int next = 0, running = 0, step = 0;
+  *most_running = 0;
+  *cuts = 0;
+  while (next < n || running > 0) {
+    if (next < n && step % 2 == 0 && running < 5) {
+      auto s = Open(m, mixes[next]);
+      EXPECT_TRUE(s.ok());
+      sequences[next++] = std::move(s).value();
+    }
+    std::vector<Sequence*> active;
+    for (auto& s : sequences)
+      if (s && !s->finished()) active.push_back(s.get());
+    EXPECT_TRUE(Step(m, active, max_rows).ok());
+    running = 0;
+    for (int i = 0; i < n; ++i) {
+      if (!sequences[i]) continue;
+      if (sequences[i]->finished()) {
+        auto r = sequences[i]->TakeResult();
+        EXPECT_TRUE(r.ok());
+        out[i] = r->result.tokens;
+        for (size_t d = 0; d < r->speculative.cycles_by_depth.size(); ++d)
+          if (d < static_cast<size_t>(mixes[i].options.depth))
+            *cuts += r->speculative.cycles_by_depth[d];
+        sequences[i].reset();
+      } else {
+        ++running;
+      }
+    }
+    *most_running = std::max(*most_running, running);
+    ++step;
+  }
+  return out;
 }
 
 TEST(SequenceBatchTest, BatchedRequestsEqualEachRunAlone) {
@@ -87,39 +131,18 @@ TEST(SequenceBatchTest, BatchedRequestsEqualEachRunAlone) {
     alone.push_back(r->result.tokens);
   }
 
-  // Batched: requests join two steps apart; up to 5 run at once; each leaves when done.
-  std::vector<std::unique_ptr<Sequence>> sequences(kRequests);
-  std::vector<std::vector<int32_t>> batched(kRequests);
-  int next = 0, running = 0, step = 0, max_running = 0;
-  while (next < kRequests || running > 0) {
-    if (next < kRequests && step % 2 == 0 && running < 5) {
-      auto s = Open(*m, mixes[next]);
-      ASSERT_TRUE(s.ok());
-      sequences[next++] = std::move(s).value();
-    }
-    std::vector<Sequence*> active;
-    for (auto& s : sequences)
-      if (s && !s->finished()) active.push_back(s.get());
-    ASSERT_TRUE(Step(*m, active).ok());
-    running = 0;
-    for (int i = 0; i < kRequests; ++i) {
-      if (!sequences[i]) continue;
-      if (sequences[i]->finished()) {
-        auto r = sequences[i]->TakeResult();
-        ASSERT_TRUE(r.ok());
-        batched[i] = r->result.tokens;
-        sequences[i].reset();
-      } else {
-        ++running;
-      }
-    }
-    max_running = std::max(max_running, running);
-    ++step;
-  }
+  int max_running = 0;
+  int64_t shallow_cycles = 0;
+  const auto batched = RunBatched(*m, mixes, 0, &max_running, &shallow_cycles);
+  int most_when_full = 0;
+  int64_t cut_cycles = 0;
+  const auto full = RunBatched(*m, mixes, 6, &most_when_full, &cut_cycles);
+  EXPECT_GT(cut_cycles, shallow_cycles);  // the row budget did cut drafts
   EXPECT_GE(max_running, 3);
   for (int i = 0; i < kRequests; ++i) {
     EXPECT_FALSE(alone[i].empty());
     EXPECT_EQ(batched[i], alone[i]) << "request " << i;
+    EXPECT_EQ(full[i], alone[i]) << "request " << i << " in full steps";
   }
 }
 
