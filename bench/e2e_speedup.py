@@ -26,18 +26,16 @@ Usage:
       [--llama-bench PATH --gguf FILE] [--llama-server PATH --gguf FILE [--gguf-mtp FILE]]
       [--json-out FILE]
 """
-import argparse
 import json
 import os
 import statistics
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
+from bench_util import free_port, model_parser, wait_healthy
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
 SAMPLERS = {"T0.6": ["--temperature", "0.6", "--top-p", "0.95", "--top-k", "20"],
             "greedy": ["--temperature", "0"]}
 
@@ -73,9 +71,7 @@ class LlamaServer:
     """One llama-server process for the whole run (plain, or MTP drafting at one depth)."""
 
     def __init__(self, args, draft_max=None):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         cmd = [args.llama_server, "-m", args.gguf, "-t", str(args.threads), "-c", "4096",
                "-np", "1", "--port", str(self.port), "--host", "127.0.0.1", "--no-webui"]
         if draft_max:
@@ -83,17 +79,7 @@ class LlamaServer:
                     str(draft_max), "--spec-draft-n-min", "0"]
         self.log = open(os.devnull, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
-        for _ in range(600):
-            if self.proc.poll() is not None:
-                sys.exit(f"llama-server exited: {' '.join(cmd)}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        sys.exit("llama-server did not become ready")
+        wait_healthy(self.port, self.proc, "llama-server " + " ".join(cmd[1:4]))
 
     def complete(self, args, prompt, sampler):
         body = {"prompt": prompt, "n_predict": args.max_tokens, "ignore_eos": True, "seed": 1,
@@ -114,11 +100,7 @@ class LlamaServer:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--mtplx", default=os.path.join(REPO, "build", "bin", "mtplx"))
-    ap.add_argument("--threads", type=int, default=2)
+    ap = model_parser(__doc__)
     ap.add_argument("--depths", default="1,2,3")
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--rounds", type=int, default=1)

@@ -107,7 +107,7 @@ void BM_MatMulInCachePanels(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 1024 * 4096);
 }
 BENCHMARK(BM_MatMulInCachePanels)
-    ->ArgsProduct({{4, 6, 8}, {1, 2, 3, 4, 8, 16, 64}, {1}})
+    ->ArgsProduct({{4, 6, 8}, {1, 2, 3, 4, 5, 6, 8, 16, 64}, {1}})
     ->Unit(benchmark::kMicrosecond);
 
 // The shapes of a small model's layers (hidden 256, MLP 768: the bundled default), where the

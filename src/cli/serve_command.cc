@@ -12,6 +12,7 @@
 #include "cli/default_model.h"
 #include "cli/interrupt.h"
 #include "cli/tuning.h"
+#include "pack/runtime_manifest.h"
 #include "server/server.h"
 
 namespace mtplx::cli {
@@ -35,6 +36,8 @@ struct ServeFlags {
   int parallel = 4;
   double drain_seconds = 30;
   int max_step_rows = 16;
+  std::string cache_dir;
+  std::string cache_dir_size = "8G";
   std::string memory_budget;  // "" : automatic
   double cache_mib = -1;      // -1: automatic
   double max_body_mib = 32;
@@ -152,6 +155,10 @@ int RunServe(const ServeFlags& f) {
   options.max_queue = f.max_queue;
   options.parallel = f.parallel;
   options.max_step_rows = f.max_step_rows;
+  options.cache_dir = f.cache_dir;
+  options.engine_version = pack::MtplxVersion();
+  if (!ParseByteSize(f.cache_dir_size, &options.cache_dir_bytes))
+    return ReportError("--cache-dir-size: '" + f.cache_dir_size + "' is not a size (e.g. 8G)");
   if (!f.memory_budget.empty() && !ParseByteSize(f.memory_budget, &options.memory_budget))
     return ReportError("--memory-budget: '" + f.memory_budget +
                        "' is not a size (examples: 8G, 1536M, 0.5GiB)");
@@ -250,6 +257,11 @@ Runner AddServeCommand(CLI::App& app) {
                   "GiB; 0 = off)")
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--cache-dir", f->cache_dir,
+                  "Also keep the prefix cache in this directory: conversations survive a restart "
+                  "(default: memory only)");
+  cmd->add_option("--cache-dir-size", f->cache_dir_size,
+                  "Most the cache directory may hold (default 8G; least recently used go first)");
   cmd->add_option("--max-body-mib", f->max_body_mib, "Largest request body in MiB (default 32)")
       ->check(FiniteNumber())
       ->check(CLI::Range(0.01, 4096.0));

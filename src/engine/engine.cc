@@ -14,6 +14,7 @@
 #include "engine/sequence.h"
 #include "engine/text_stream.h"
 #include "io/checkpoint.h"
+#include "io/tuning_store.h"
 #include "kernels/panels.h"
 
 namespace mtplx::engine {
@@ -72,8 +73,10 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
       options.context_window > 0 ? std::min(options.context_window, model_max) : model_max;
   e->ChooseMode();
   e->SetMemoryBudget();
-  if (options.cache_bytes > 0)
+  if (options.cache_bytes > 0) {
     e->bank_ = std::make_unique<SessionBank>(std::min(options.cache_bytes, e->BankRoom()));
+    MTPLX_RETURN_IF_ERROR(e->OpenCacheDir());
+  }
   e->worker_ = std::thread([engine = e.get()] { engine->Loop(); });
   return e;
 }
@@ -351,6 +354,29 @@ void Engine::SetMemoryBudget() {
   if (const uint64_t cgroup = CgroupMemoryLimitBytes()) budget = std::min(budget, cgroup);
   if (options_.memory_budget > 0) budget = std::min(budget, options_.memory_budget);
   memory_budget_ = budget;
+}
+
+// The disk tier. The fingerprint names everything a cached state depends on: the weights (folder
+// identity and file stamps), the activation numerics, the MTP layer's bits (its history) and the
+// engine version; not the CPU (every kernel family computes the same bits).
+Status Engine::OpenCacheDir() {
+  if (options_.cache_dir.empty()) return Status::Ok();
+  MTPLX_ASSIGN_OR_RETURN(std::string model, io::TuningModelId(options_.model_dir));
+  MTPLX_ASSIGN_OR_RETURN(std::string files, io::WeightFilesStamp(options_.model_dir));
+  const std::string fingerprint = StrCat(
+      model, " | files ", files, " | activations ",
+      options_.load.activations == kernels::Activations::kInt8 ? "int8" : "f32", " | draft layer ",
+      model_->draft_layer_bits(), " bits | mtplx ", options_.engine_version);
+  CaptureShapes shapes;
+  shapes.trunk = model_->NewState()->layout();
+  shapes.head_dim = model_->config().head_dim;
+  shapes.hidden_size = model_->config().hidden_size;
+  shapes.has_mtp = model_->has_mtp();
+  if (shapes.has_mtp) shapes.mtp = model_->NewMtpState()->layout();
+  MTPLX_ASSIGN_OR_RETURN(store_, BankStore::Open(options_.cache_dir, fingerprint,
+                                                 options_.cache_dir_bytes, std::move(shapes)));
+  bank_->AttachStore(store_.get());
+  return Status::Ok();
 }
 
 uint64_t Engine::BankRoom() const {

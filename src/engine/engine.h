@@ -62,6 +62,12 @@ struct EngineOptions {
   int max_queue = 16;
   // The prefix cache's byte budget (0: no prefix cache).
   uint64_t cache_bytes = 0;
+  // Its disk tier (engine/bank_store.h): a directory ("" : none) and its byte budget. Files carry
+  // a fingerprint of the model folder, the numerics and `engine_version`, so a restart reuses
+  // them only for the same weights and engine.
+  std::string cache_dir;
+  uint64_t cache_dir_bytes = uint64_t{8} << 30;
+  std::string engine_version;
   // Requests decoded at once (continuous batching): each has its own states; every step runs one
   // batched forward for all of them.
   int parallel = 1;
@@ -274,6 +280,7 @@ class Engine {
                  int64_t max_tokens);
   void Release(uint64_t bytes);
   void SetMemoryBudget();
+  Status OpenCacheDir();
   // Metrics bookkeeping (engine thread; the copy under mutex_).
   void Record(const Completion& done);
   void SampleThroughput();
@@ -293,6 +300,7 @@ class Engine {
   std::atomic<bool> speculate_{false};
   std::string notice_;
   std::optional<double> measured_mtp_acceptance_;
+  std::unique_ptr<BankStore> store_;   // the bank's disk tier
   std::unique_ptr<SessionBank> bank_;  // touched only on the engine thread
 
   mutable std::mutex mutex_;

@@ -14,6 +14,29 @@ int64_t CommonPrefix(std::span<const int32_t> a, std::span<const int32_t> b) {
 
 BankLookup SessionBank::Lookup(std::span<const int32_t> prompt, bool need_mtp,
                                bool pre_norm_hidden) {
+  int64_t best = 0;
+  BankLookup found = LookupMemory(prompt, need_mtp, pre_norm_hidden, &best);
+  if (!store_) return found;
+  const auto hit = store_->Best(prompt, need_mtp, pre_norm_hidden, best);
+  if (!hit) return found;
+  auto loaded = store_->Load(hit->info);
+  if (!loaded.ok()) return found;  // a bad file: removed, and this prompt is served as it was
+  Promote(std::move(loaded).value());
+  return LookupMemory(prompt, need_mtp, pre_norm_hidden, &best);
+}
+
+void SessionBank::Promote(PrefixCapture capture) {
+  Entry entry;
+  entry.bytes = capture.Bytes();
+  if (entry.bytes > budget_) return;
+  EvictToFit(entry.bytes);
+  entry.capture = std::move(capture);
+  bytes_ += entry.bytes;
+  entries_.push_front(std::move(entry));
+}
+
+BankLookup SessionBank::LookupMemory(std::span<const int32_t> prompt, bool need_mtp,
+                                     bool pre_norm_hidden, int64_t* best_found) {
   BankLookup result;
   const int64_t limit = static_cast<int64_t>(prompt.size()) - 1;
   auto best = entries_.end();
@@ -41,6 +64,7 @@ BankLookup SessionBank::Lookup(std::span<const int32_t> prompt, bool need_mtp,
       break;
     }
   }
+  *best_found = best_position;
   if (best == entries_.end()) {
     result.miss_reason = entries_.empty()      ? "empty_cache"
                          : result.matched == 0 ? "new_prompt"
@@ -79,13 +103,8 @@ void SessionBank::Insert(PrefixCapture capture, int64_t restored) {
     bytes_ -= it->bytes;
     it = entries_.erase(it);
   }
-  Entry entry;
-  entry.bytes = capture.Bytes();
-  if (entry.bytes > budget_) return;
-  EvictToFit(entry.bytes);
-  entry.capture = std::move(capture);
-  bytes_ += entry.bytes;
-  entries_.push_front(std::move(entry));
+  if (store_) store_->Save(capture);
+  Promote(std::move(capture));
 }
 
 void SessionBank::EvictToFit(uint64_t incoming) {

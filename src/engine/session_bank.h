@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 
+#include "engine/bank_store.h"
 #include "engine/prefix.h"
 
 namespace mtplx::engine {
@@ -39,6 +40,10 @@ class SessionBank {
   // an entry the capture extends is replaced, its checkpoints up to `restored` carried over.
   void Insert(PrefixCapture capture, int64_t restored);
 
+  // A disk tier (not owned): inserts are also written there, and a lookup it serves better than
+  // memory is read back into memory.
+  void AttachStore(BankStore* store) { store_ = store; }
+
   void Clear();
   // Evicts least recently used entries until at most `bytes` remain.
   void ShrinkTo(uint64_t bytes);
@@ -57,10 +62,15 @@ class SessionBank {
     uint64_t bytes = 0;
   };
   void EvictToFit(uint64_t incoming);
+  BankLookup LookupMemory(std::span<const int32_t> prompt, bool need_mtp, bool pre_norm_hidden,
+                          int64_t* best_position);
+  // Puts a capture read from disk in front (evicting to fit; not written back).
+  void Promote(PrefixCapture capture);
 
   uint64_t budget_;
   uint64_t bytes_ = 0;
   std::list<Entry> entries_;  // most recently used first
+  BankStore* store_ = nullptr;
 };
 
 }  // namespace mtplx::engine

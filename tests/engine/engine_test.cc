@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <optional>
@@ -294,6 +295,46 @@ void ExpectCacheIsExact(bool no_mtp, double temperature) {
 TEST(EngineTest, PrefixCacheRestoresAreExactGreedySpeculative) { ExpectCacheIsExact(false, 0.0); }
 TEST(EngineTest, PrefixCacheRestoresAreExactSampledSpeculative) { ExpectCacheIsExact(false, 0.8); }
 TEST(EngineTest, PrefixCacheRestoresAreExactGreedyPlain) { ExpectCacheIsExact(true, 0.0); }
+
+// The prefix cache's disk tier: a conversation's first turn, then the server restarts, and the
+// second turn restores the first turn's prompt from disk and gives the tokens of a cold engine.
+TEST(EngineTest, TheDiskCacheSurvivesARestart) {
+  const std::string dir = testing::MakeTempDir("mtplx-cache-dir");
+  auto open = [&]() {
+    EngineOptions options;
+    options.model_dir = testing::TrainedModelDir();
+    options.load.show_progress = false;
+    options.load.threads = 1;
+    options.cache_bytes = uint64_t{64} << 20;
+    options.cache_dir = dir;
+    options.engine_version = "test";
+    auto engine = Engine::Open(options);
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    return engine.ok() ? std::move(engine).value() : nullptr;
+  };
+  std::vector<chat::Message> history = {
+      Text("system", "You are a helpful assistant who writes Python code for the user."),
+      Text("user", "Write a function that returns the largest item of a list.")};
+  {
+    auto first = open();
+    ASSERT_TRUE(first);
+    auto turn = first->Run(ChatRequest(*first, history, 24, 0.8, 3));
+    ASSERT_TRUE(turn.ok());
+    history.push_back(Text("assistant", turn->text));
+    history.push_back(Text("user", "Now make it handle an empty list."));
+  }  // closing the engine writes what is still queued
+  size_t files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) files += f.is_regular_file();
+  EXPECT_EQ(files, 1u);
+  auto restarted = open();
+  auto cold = OpenTrained();
+  ASSERT_TRUE(restarted && cold);
+  auto warm = restarted->Run(ChatRequest(*restarted, history, 24, 0.8, 4));
+  auto want = cold->Run(ChatRequest(*cold, history, 24, 0.8, 4));
+  ASSERT_TRUE(warm.ok() && want.ok());
+  EXPECT_GT(warm->cached_tokens, 20) << warm->cache_miss_reason;
+  EXPECT_EQ(warm->tokens, want->tokens);
+}
 
 TEST(EngineTest, LogprobsOfGeneratedAndPromptTokens) {
   auto engine = OpenTrained();
