@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "api/structured.h"
 #include "base/strings.h"
 #include "chat/json_value.h"
 
@@ -142,17 +143,6 @@ MaybeError ReadReasoning(const FieldReader& f, engine::Request& request) {
   }
   if (enable) request.render.enable_thinking = *enable;
   return std::nullopt;
-}
-
-MaybeError CheckResponseFormat(const FieldReader& f) {
-  const Json* format = nullptr;
-  MTPLX_API_TRY(f.Object("response_format", format));
-  if (!format) return std::nullopt;
-  const std::string type = format->value("type", "");
-  if (type == "text") return std::nullopt;
-  return InvalidRequest(
-      "'response_format' type \"" + type + "\" is not supported by this server yet (only \"text\")",
-      "response_format", "unsupported_response_format");
 }
 
 Json LogprobEntry(const engine::Engine& engine, int32_t token, double logprob) {

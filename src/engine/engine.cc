@@ -464,6 +464,10 @@ Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
   g.cancel = request.cancel.get();
   g.top_logprobs = request.top_logprobs;
   g.depth_may_vary = request.sampling.greedy() || !request.reproducible;
+  if (request.grammar) {
+    g.grammar = request.grammar;
+    g.vocabulary = vocabulary();
+  }
   const bool speculate =
       speculate_ && request.speculate && request.top_logprobs < 0 &&
       n + std::max(depth_, kAdaptiveMaxDepth) + 1 < model_->config().max_position_embeddings;
@@ -690,6 +694,14 @@ EngineStatus Engine::status() const {
   s.cache_entries = bank_entries_;
   s.requests_done = done_;
   return s;
+}
+
+std::shared_ptr<const grammar::Vocabulary> Engine::vocabulary() const {
+  std::call_once(vocabulary_once_, [&] {
+    vocabulary_ = grammar::Vocabulary::FromTokenizer(
+        *tokenizer_, static_cast<int32_t>(model_->config().vocab_size));
+  });
+  return vocabulary_;
 }
 
 }  // namespace mtplx::engine

@@ -29,6 +29,8 @@
 #include "engine/generator.h"
 #include "engine/session_bank.h"
 #include "engine/speculative.h"
+#include "grammar/grammar.h"
+#include "grammar/vocabulary.h"
 #include "io/generation_config.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -109,6 +111,9 @@ struct Request {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   bool speculate = true;  // false: plain decoding even when the engine speculates
+  // Structured output: the reply is a sentence of this grammar (JSON schema, tool call, GBNF),
+  // exactly sampled from the masked distributions, with or without speculation.
+  std::shared_ptr<const grammar::Grammar> grammar;
   // Log-probabilities of each generated token and its `top_logprobs` best alternatives
   // (-1: none). Requests that ask for them decode plainly.
   int top_logprobs = -1;
@@ -238,6 +243,8 @@ class Engine {
 
   const model::Model& model() const { return *model_; }
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The vocabulary's bytes laid out for grammar masks (built on first use, then shared).
+  std::shared_ptr<const grammar::Vocabulary> vocabulary() const;
   const chat::ChatTemplate& chat_template() const { return *template_; }
   const io::GenerationDefaults& defaults() const { return defaults_; }
   const EngineOptions& options() const { return options_; }
@@ -304,6 +311,8 @@ class Engine {
   std::unique_ptr<SessionBank> bank_;  // touched only on the engine thread
 
   mutable std::mutex mutex_;
+  mutable std::once_flag vocabulary_once_;
+  mutable std::shared_ptr<const grammar::Vocabulary> vocabulary_;
   std::condition_variable wake_;
   std::deque<Job> queue_;
   bool stopping_ = false;

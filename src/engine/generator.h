@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -13,6 +14,8 @@
 
 #include "base/status.h"
 #include "engine/prefix.h"
+#include "grammar/grammar.h"
+#include "grammar/vocabulary.h"
 #include "model/model.h"
 #include "sample/sampler.h"
 
@@ -71,6 +74,11 @@ struct GenerateRequest {
   // Drafts may be cut when a batch is full (engine::Step): only when that cannot change the
   // output (greedy, or a seed nobody asked to reproduce).
   bool depth_may_vary = false;
+  // Constrained decoding: every token sampled (drafts too) keeps the text a prefix of a
+  // sentence of `grammar` over `vocabulary`'s bytes, and stop_ids may come only where the text
+  // is complete; the reply ends ("stop") as soon as nothing may follow.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  std::shared_ptr<const grammar::Vocabulary> vocabulary;
   bool Cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
 };
 

@@ -53,6 +53,11 @@ Status Sequence::Start(const SpeculativeOptions* options) {
     return OutOfRange(
         StrCat("the prompt has ", n, " tokens but the model's context window is ", context));
   speculative_ = options != nullptr;
+  if (request_.grammar) {
+    if (!request_.vocabulary) return InvalidArgument("a grammar needs the vocabulary's bytes");
+    constraint_ = std::make_unique<grammar::TokenConstraint>(request_.grammar, request_.vocabulary,
+                                                             request_.stop_ids);
+  }
   trunk_ = model_.NewState();
   if (speculative_) {
     options_ = *options;
@@ -115,13 +120,25 @@ bool Sequence::Emit(int32_t token, const float* logits) {
         LogprobOf(std::span<const float>(logits, vocab_), token, request_.top_logprobs));
   result_.tokens.push_back(token);
   ++counts_[token];
+  // Tokens come from masked distributions, so the grammar takes each one; a refusal would be a
+  // bug, and ends the reply rather than emit text outside the grammar.
+  const bool refused = constraint_ && !constraint_->Accept(token);
   if (std::find(request_.stop_ids.begin(), request_.stop_ids.end(), token) !=
       request_.stop_ids.end()) {
     Finish("stop");
     return false;
   }
+  if (refused) {
+    result_.tokens.pop_back();
+    Finish("stop");
+    return false;
+  }
   if (on_token_ && !on_token_(token)) {
     Finish("cancelled");
+    return false;
+  }
+  if (constraint_ && constraint_->Done()) {  // the document is complete: nothing may follow
+    Finish("stop");
     return false;
   }
   if (static_cast<int>(result_.tokens.size()) >= request_.max_tokens ||
@@ -148,6 +165,7 @@ void Sequence::BeginCycle() {
     primary_ = *pending_;
     pending_.reset();
   } else {
+    Constrain(last_logits_.data(), vocab_);
     primary_ = sample::Sample(last_logits_, request_.sampling, rng_, counts_);
     if (!Emit(primary_, last_logits_.data())) return;
   }
@@ -209,24 +227,37 @@ model::ForwardItem Sequence::MtpItem(int round) {
 }
 
 void Sequence::TakeDraft(int index) {
+  // Drafts follow the grammar too: the head's logits are masked with the state after the
+  // tokens before the draft (which the constraint takes tentatively until the verify).
+  Constrain(mtp_out_.logits.data(), mtp_out_.vocab);  // the draft head may cover fewer ids
   const std::span<const float> logits(mtp_out_.logits.data(), mtp_out_.vocab);
+  int32_t draft = 0;
+  sample::SparseDistribution q;
   if (options_.proposer) {
     std::vector<int32_t> emitted = result_.tokens;
     emitted.insert(emitted.end(), drafts_.begin(), drafts_.end());
-    drafts_.push_back(options_.proposer(emitted, index, sample::Argmax(logits)));
-    q_.push_back(sample::PointMass(drafts_.back()));
+    draft = options_.proposer(emitted, index, sample::Argmax(logits));
+    q = sample::PointMass(draft);
   } else if (draft_params_.greedy()) {
-    drafts_.push_back(sample::Argmax(logits));
-    q_.push_back(sample::PointMass(drafts_.back()));
+    draft = sample::Argmax(logits);
+    q = sample::PointMass(draft);
   } else {
     // Penalised like the target would be at that position (the drafts so far count as
     // generated): q then tracks p closely. Any q keeps the output exact; this one is accepted
     // more often.
     const std::span<const int32_t> counts(counts_.data(), logits.size());
-    q_.push_back(sample::Shape(logits, draft_params_, counts));
-    drafts_.push_back(sample::SampleFrom(q_.back(), rng_.Uniform()));
+    q = sample::Shape(logits, draft_params_, counts);
+    draft = sample::SampleFrom(q, rng_.Uniform());
   }
-  ++counts_[drafts_.back()];
+  if (constraint_ && !constraint_->Accept(draft)) {  // a test proposer's draft off the grammar
+    depth_ = static_cast<int>(drafts_.size());
+    return;
+  }
+  drafts_.push_back(draft);
+  q_.push_back(std::move(q));
+  ++counts_[draft];
+  // A draft that completes the document: nothing may follow it, so drafting stops there.
+  if (constraint_ && constraint_->Done()) depth_ = static_cast<int>(drafts_.size());
 }
 
 Status Sequence::AfterMtp(int round, double seconds) {
@@ -234,7 +265,8 @@ Status Sequence::AfterMtp(int round, double seconds) {
   stats_.draft_seconds += seconds;
   TakeDraft(round);
   if (round + 1 < depth_) return Status::Ok();
-  for (int32_t d : drafts_) --counts_[d];  // only committed tokens count
+  for (int32_t d : drafts_) --counts_[d];                  // only committed tokens count
+  if (constraint_) constraint_->Rollback(drafts_.size());  // the verify decides
   // Draft rows past the first are not history: history holds target hiddens only.
   return mtp_->Truncate(committed_mtp_);
 }
@@ -296,6 +328,10 @@ int Sequence::Accept() {
   int accepted = 0;
   for (int i = 0; i < depth_ && !finished_; ++i) {
     ++stats_.proposed_by_depth[i + 1];
+    // The target row is masked with the state after the tokens before it (the primary and the
+    // drafts accepted so far, which Emit gave the constraint): p and the residual are then the
+    // masked target's, and the output follows it exactly.
+    Constrain(trunk_out_.logits.data() + i * vocab_, vocab_);
     const float* row = target.logits.data() + i * vocab_;
     if (request_.sampling.greedy()) {
       const int32_t best = sample::Argmax(std::span<const float>(row, vocab_));
@@ -322,6 +358,7 @@ int Sequence::Accept() {
     break;
   }
   if (accepted == depth_ && !finished_) {
+    Constrain(trunk_out_.logits.data() + depth_ * vocab_, vocab_);
     const float* row = target.logits.data() + depth_ * vocab_;
     const int32_t bonus =
         sample::Sample(std::span<const float>(row, vocab_), request_.sampling, rng_, counts_);

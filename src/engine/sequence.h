@@ -31,6 +31,7 @@
 #include "engine/generator.h"
 #include "engine/prefix.h"
 #include "engine/speculative.h"
+#include "grammar/constraint.h"
 #include "model/model.h"
 #include "sample/sampler.h"
 #include "state/verify_capture.h"
@@ -91,6 +92,10 @@ class Sequence {
   int Accept();
   Status Commit(int accepted);
   Status IngestQueuedPairs();
+  // Sets the logits of tokens the grammar does not allow next to -infinity (no grammar: none).
+  void Constrain(float* logits, int64_t count) {
+    if (constraint_) constraint_->MaskLogits(std::span<float>(logits, count));
+  }
   sample::SparseDistribution TargetDistribution(const float* logits) const {
     return sample::Shape(std::span<const float>(logits, vocab_), request_.sampling, counts_);
   }
@@ -106,6 +111,7 @@ class Sequence {
   sample::CounterRng rng_;
   std::vector<int32_t> counts_;
   std::unique_ptr<state::SequenceState> trunk_, mtp_;
+  std::unique_ptr<grammar::TokenConstraint> constraint_;  // when the request has a grammar
   std::optional<DepthController> controller_;
   CheckpointRecorder recorder_;
   GenerateResult result_;

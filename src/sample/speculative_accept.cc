@@ -18,9 +18,18 @@ bool AcceptDraft(const SparseDistribution& p, const SparseDistribution& q, int32
 
 SparseDistribution Residual(const SparseDistribution& p, const SparseDistribution& q) {
   // Tokens outside p's support have p = 0, so (p - q)+ = 0 there: only p's support matters.
+  // q by id, for lookups in O(log |q|): untruncated distributions span the whole vocabulary.
+  std::vector<std::pair<int32_t, double>> q_by_id(q.ids.size());
+  for (size_t j = 0; j < q.ids.size(); ++j) q_by_id[j] = {q.ids[j], q.probs[j]};
+  std::sort(q_by_id.begin(), q_by_id.end());
+  auto q_of = [&](int32_t id) {
+    const auto it =
+        std::lower_bound(q_by_id.begin(), q_by_id.end(), std::pair<int32_t, double>(id, -1.0));
+    return it != q_by_id.end() && it->first == id ? it->second : 0.0;
+  };
   SparseDistribution residual;
   for (size_t i = 0; i < p.ids.size(); ++i) {
-    const double r = p.probs[i] - Probability(q, p.ids[i]);
+    const double r = p.probs[i] - q_of(p.ids[i]);
     if (r > 0.0) {
       residual.ids.push_back(p.ids[i]);
       residual.probs.push_back(r);

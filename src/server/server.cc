@@ -10,6 +10,7 @@
 
 #include "api/anthropic_api.h"
 #include "api/openai_api.h"
+#include "api/structured.h"
 #include "base/strings.h"
 #include "server/dashboard.h"
 #include "server/metrics.h"
@@ -360,6 +361,7 @@ void Server::Routes() {
         api::ChatCall call;
         MTPLX_API_TRY(api::ParseChatCompletion(body, engine_, defaults, call));
         const std::string prefix = api::ForceToolCall(call.tool_choice, defaults, call.request);
+        MTPLX_API_TRY(api::ApplyStructuredOutput(body, req.body, defaults, prefix, call));
         auto formatter = api::NewChatFormatter(call, engine_, prefix);
         return generate(req, res, std::move(call.request), std::move(formatter));
       }));
@@ -369,6 +371,7 @@ void Server::Routes() {
                                               const Json& body) -> api::MaybeError {
               api::CompletionCall call;
               MTPLX_API_TRY(api::ParseCompletion(body, engine_, defaults, call));
+              MTPLX_API_TRY(api::ApplyStructuredOutput(body, req.body, defaults, "", call.call));
               // Echoed prompts and their logprobs need the ids the engine will run.
               if (Status s = engine_.Prepare(call.call.request); !s.ok())
                 return api::MaybeError(api::FromStatus(s));
@@ -383,6 +386,7 @@ void Server::Routes() {
         api::ChatCall call;
         MTPLX_API_TRY(api::ParseMessages(body, engine_, defaults, call));
         const std::string prefix = api::ForceToolCall(call.tool_choice, defaults, call.request);
+        MTPLX_API_TRY(api::ApplyStructuredOutput(body, req.body, defaults, prefix, call));
         auto formatter = api::NewMessagesFormatter(call, prefix);
         return generate(req, res, std::move(call.request), std::move(formatter));
       }));
