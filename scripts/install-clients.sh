@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real client programs the server tests drive, from PyPI, into virtual environments
 # under build/clients, or the folder given (pinned versions; reinstalled only when the pins change):
-#   sdk:   openai, anthropic, claude-agent-sdk (which bundles the Claude Code CLI), selenium
+#   sdk:   openai, anthropic, claude-agent-sdk (which bundles the Claude Code CLI), selenium,
+#          jsonschema (validates structured output)
 #   aider: aider-chat (it pins its own openai and httpx, so it gets its own environment)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,5 +23,5 @@ make_env() {
   echo "$*" > "$stamp"
 }
 
-make_env sdk openai==3.57.0 anthropic==2.15.0 claude-agent-sdk==0.2.189 selenium==4.51.0
+make_env sdk openai==3.57.0 anthropic==2.15.0 claude-agent-sdk==0.2.189 selenium==4.51.0 jsonschema==4.26.0
 make_env aider aider-chat==0.86.2

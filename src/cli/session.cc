@@ -8,6 +8,8 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/tuning.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 
 namespace mtplx::cli {
 
@@ -71,12 +73,36 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--stop", f.stop, "Stop before this text (repeatable)");
   cmd->add_flag("--ignore-eos", f.ignore_eos,
                 "Keep generating past the model's end-of-turn tokens (benchmarks, tests)");
+  cmd->add_option("--json-schema", f.json_schema_file,
+                  "Constrain the reply to a JSON document of this schema (a file)");
+  cmd->add_option("--grammar", f.grammar_file,
+                  "Constrain the reply to a sentence of this GBNF grammar (a file)");
   cmd->add_flag("--quiet", f.quiet, "No progress bar, notices or stats line");
 }
+
+namespace {
+
+// The grammar of --json-schema or --grammar (none when neither is given).
+Result<std::shared_ptr<const grammar::Grammar>> LoadGrammar(const GenerationFlags& flags) {
+  if (flags.json_schema_file.empty() && flags.grammar_file.empty())
+    return std::shared_ptr<const grammar::Grammar>();
+  if (!flags.json_schema_file.empty() && !flags.grammar_file.empty())
+    return InvalidArgument("--json-schema and --grammar cannot both be given");
+  const std::string& path =
+      flags.json_schema_file.empty() ? flags.grammar_file : flags.json_schema_file;
+  MTPLX_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
+  Result<grammar::Grammar> g =
+      flags.json_schema_file.empty() ? grammar::ParseGbnf(text) : grammar::CompileJsonSchema(text);
+  if (!g.ok()) return InvalidArgument(StrCat(path, ": ", g.status().message()));
+  return std::make_shared<const grammar::Grammar>(std::move(g).value());
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, bool show_progress) {
   std::unique_ptr<Session> s(new Session());
   s->flags_ = flags;
+  MTPLX_ASSIGN_OR_RETURN(s->grammar_, LoadGrammar(flags));
   if (s->flags_.model_dir.empty()) {
     MTPLX_ASSIGN_OR_RETURN(s->flags_.model_dir, DefaultModelDir());
   }
@@ -110,6 +136,7 @@ Result<Turn> Session::Reply(const chat::Conversation& conversation,
   request.kind = engine::PromptKind::kChat;
   request.conversation = conversation;
   if (flags_.think != "auto") request.render.enable_thinking = flags_.think == "on";
+  if (grammar_ && flags_.think == "auto") request.render.enable_thinking = false;
   return Generate(std::move(request), on_text);
 }
 
@@ -127,6 +154,7 @@ Result<Turn> Session::Generate(engine::Request request,
   request.seed = flags_.seed + turns_++;
   request.stop = flags_.stop;
   request.ignore_eos = flags_.ignore_eos;
+  request.grammar = grammar_;
   sample::SamplingParams& p = request.sampling;
   if (flags_.temperature >= 0) p.temperature = flags_.temperature;
   if (flags_.top_p >= 0) p.top_p = flags_.top_p;

@@ -18,6 +18,7 @@
 #include "chat/chat_template.h"
 #include "chat/conversation.h"
 #include "engine/engine.h"
+#include "grammar/grammar.h"
 #include "model/model.h"
 
 namespace mtplx::cli {
@@ -50,6 +51,8 @@ struct GenerationFlags {
   std::string think = "auto";     // enable_thinking: auto (template default) | on | off
   std::vector<std::string> stop;  // stop strings: generation ends before the first match
   bool ignore_eos = false;        // generate past the model's end tokens (fixed-length runs)
+  std::string json_schema_file;   // the reply is a JSON document of this schema
+  std::string grammar_file;       // the reply is a sentence of this GBNF grammar
   bool quiet = false;
 };
 
@@ -93,6 +96,7 @@ class Session {
 
   GenerationFlags flags_;
   std::unique_ptr<engine::Engine> engine_;
+  std::shared_ptr<const grammar::Grammar> grammar_;  // from --json-schema / --grammar
   int turns_ = 0;
   std::string tuned_notice_;
   std::shared_ptr<std::atomic<bool>> interrupt_;

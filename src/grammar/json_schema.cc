@@ -31,6 +31,7 @@ constexpr const char* kPrimitives = R"(
 {p}array ::= "[" {p}ws ({p}value {p}ws ("," {p}ws {p}value {p}ws)*)? "]"
 {p}raw-char ::= [^<] | "<" [^/]
 {p}raw-string ::= {p}raw-char*
+{p}raw-plain ::= [^<]
 )";
 
 const std::set<std::string>& Annotations() {
@@ -254,17 +255,28 @@ class Compiler {
 
   Status String(const Json& s, const std::string& path, ValueForm form, std::string& out) {
     const bool raw = form == ValueForm::kRaw;
-    const std::string ch = raw ? P("raw-char") : P("char");
+    // Counted raw text never holds "<" (so every character counts once and none can start the
+    // closing </parameter>); unbounded raw text may, but never "</".
+    const std::string ch = raw ? P("raw-plain") : P("char");
     auto quote = [&](const std::string& body) {
       return raw ? body : StrCat("\"\\\"\" ", body, " \"\\\"\"");
     };
     if (s.contains("format") && s["format"].is_string()) {
       const std::string f = s["format"];
-      const std::string d2 = "[0-9]{2}";
-      const std::string date = StrCat("[0-9]{4} \"-\" ", d2, " \"-\" ", d2);
-      const std::string time =
-          StrCat(d2, " \":\" ", d2, " \":\" ", d2, " (\".\" [0-9]{1,9})? (\"Z\" | [+-] ", d2,
-                 " \":\" ", d2, ")");
+      // Calendar-exact: months 01-12, days within the month (February to 28: a grammar does
+      // not know leap years), hours 00-23, minutes and seconds 00-59.
+      // Years 0001-9999 (there is no year 0).
+      const char* kYear =
+          "([1-9] [0-9]{3} | \"0\" ([1-9] [0-9]{2} | \"0\" ([1-9] [0-9] | \"0\" [1-9])))";
+      const std::string day31 = "(\"0\" [1-9] | [12] [0-9] | \"3\" [01])";
+      const std::string day30 = "(\"0\" [1-9] | [12] [0-9] | \"30\")";
+      const std::string day28 = "(\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8])";
+      const std::string date =
+          StrCat(kYear, " \"-\" ((\"0\" [13578] | \"1\" [02]) \"-\" ", day31,
+                 " | (\"0\" [469] | \"11\") \"-\" ", day30, " | \"02-\" ", day28, ")");
+      const std::string hms = "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9]";
+      const std::string offset = "(\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])";
+      const std::string time = StrCat(hms, " (\".\" [0-9]{1,9})? ", offset);
       if (f == "date") {
         out = NewRule("date", quote(date));
         return Status::Ok();
@@ -482,6 +494,70 @@ class Compiler {
     return NewRule("key", body + ")");
   }
 
+  // allOf of object schemas, merged: properties and required united, other keywords from the
+  // first part that sets them. A part with additionalProperties false admits only its own
+  // properties, so the merged object may hold only the properties every such part declares.
+  Status AllOf(const Json& s, const std::string& path, ValueForm form, std::string& out) {
+    if (!s["allOf"].is_array()) return Error(path + "/allOf", "not an array");
+    Json merged = s;
+    merged.erase("allOf");
+    merged.erase("additionalProperties");
+    std::vector<const Json*> parts{&s};
+    for (const Json& part : s["allOf"]) {
+      const Json* p = &part;
+      if (part.is_object() && part.contains("$ref"))
+        MTPLX_RETURN_IF_ERROR(Resolve(part["$ref"], p));
+      if (!p->is_object()) return Error(path + "/allOf", "every part must be an object schema");
+      parts.push_back(p);
+    }
+    std::optional<std::set<std::string>> allowed;
+    for (const Json* p : parts) {
+      if (p->contains("additionalProperties") && (*p)["additionalProperties"] == Json(false)) {
+        std::set<std::string> own;
+        if (p->contains("properties"))
+          for (const auto& [k, v] : (*p)["properties"].items()) own.insert(k);
+        if (allowed) {
+          std::set<std::string> both;
+          for (const std::string& k : *allowed)
+            if (own.count(k)) both.insert(k);
+          allowed = both;
+        } else {
+          allowed = own;
+        }
+      }
+      if (p == &s) continue;
+      for (const auto& [k, v] : p->items()) {
+        if (k == "properties") {
+          for (const auto& [pk, pv] : v.items()) {
+            Json& slot = merged["properties"][pk];
+            // A property two parts describe must satisfy both.
+            slot = slot.is_null() ? pv : Json{{"allOf", Json::array({slot, pv})}};
+          }
+        } else if (k == "required") {
+          for (const Json& r : v) merged["required"].push_back(r);
+        } else if (k != "additionalProperties" && !merged.contains(k)) {
+          merged[k] = v;
+        }
+      }
+    }
+    if (allowed) {
+      merged["additionalProperties"] = false;
+      if (merged.contains("properties")) {
+        Json kept = Json::object();
+        for (const auto& [k, v] : merged["properties"].items())
+          if (allowed->count(k)) kept[k] = v;
+        merged["properties"] = kept;
+      }
+      if (merged.contains("required"))
+        for (const Json& r : merged["required"])
+          if (r.is_string() && !allowed->count(r.get<std::string>()))
+            return Error(path + "/allOf",
+                         StrCat("no object satisfies every part: '", r.get<std::string>(),
+                                "' is required but additionalProperties false excludes it"));
+    }
+    return Value(merged, path, form, out);
+  }
+
   Status Typed(const Json& s, const std::string& type, const std::string& path, ValueForm form,
                std::string& out) {
     const bool raw = form == ValueForm::kRaw;
@@ -562,28 +638,7 @@ class Compiler {
       out = body + ")";
       return Status::Ok();
     }
-    if (s.contains("allOf")) {
-      // Object schemas merged: properties and required united, the rest from the first that
-      // sets it.
-      Json merged = s;
-      merged.erase("allOf");
-      for (const Json& part : s["allOf"]) {
-        const Json* p = &part;
-        if (part.is_object() && part.contains("$ref"))
-          MTPLX_RETURN_IF_ERROR(Resolve(part["$ref"], p));
-        if (!p->is_object()) return Error(path + "/allOf", "every part must be an object schema");
-        for (const auto& [k, v] : p->items()) {
-          if (k == "properties") {
-            for (const auto& [pk, pv] : v.items()) merged["properties"][pk] = pv;
-          } else if (k == "required") {
-            for (const Json& r : v) merged["required"].push_back(r);
-          } else if (!merged.contains(k)) {
-            merged[k] = v;
-          }
-        }
-      }
-      return Value(merged, path, form, out);
-    }
+    if (s.contains("allOf")) return AllOf(s, path, form, out);
     if (s.contains("type")) {
       const Json& t = s["type"];
       if (t.is_string()) return Typed(s, t.get<std::string>(), path, form, out);

@@ -116,6 +116,11 @@ TEST(JsonSchemaTest, AcceptsWhatTheSchemaAllowsAndNothingElse) {
           {"properties": {"b": {"type": "boolean"}}, "required": ["b"]}]})",
        {R"({"a": 1, "b": true})"},
        {R"({"a": 1})"}},
+      {R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"},
+          "b": {"type": "integer"}}, "additionalProperties": false},
+          {"properties": {"b": {"type": "integer"}, "c": {"type": "integer"}}}]})",
+       {R"({"a": 1})", R"({"a": 1, "b": 2})"},
+       {R"({"c": 3})"}},
       {R"({})", {"1", R"({"a": [null]})", R"("s")"}, {"", "{"}},
       {"true", {"[]"}, {"]"}},
   };
@@ -163,6 +168,9 @@ TEST(JsonSchemaTest, ReportsWhatItCannotHonour) {
       {R"({"type": "object", "required": ["x"]})", "'x' is required but has no schema"},
       {R"({"type": "number", "maximum": 3.5})", "bounds on a number"},
       {"false", "matches nothing"},
+      {R"({"allOf": [{"type": "object", "properties": {"a": {}}, "required": ["a"]}],
+          "additionalProperties": false})",
+       "no object satisfies every part"},
       {"{", "not valid JSON"},
   };
   for (auto [schema, message] : cases) {
@@ -198,6 +206,26 @@ TEST(JsonSchemaTest, JsonObjectModeTakesAnyObject) {
   EXPECT_TRUE(Matches(shared, "{}"));
   EXPECT_FALSE(Matches(shared, "[1]"));
   EXPECT_FALSE(Matches(shared, R"({"a": 1} x)"));
+}
+
+}  // namespace
+}  // namespace mtplx::grammar
+
+namespace mtplx::grammar {
+namespace {
+
+// The corpus tools/make_schema_corpus.py writes (structured_test.py asks the server for a
+// document of each): every schema compiles.
+TEST(JsonSchemaTest, CompilesTheCorpus) {
+  std::ifstream in(testing::TestDataPath("grammar/schemas.json"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const Json corpus = Json::parse(text.str());
+  ASSERT_GE(corpus.size(), 100u);
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    auto g = CompileJsonSchema(corpus[i].dump());
+    EXPECT_TRUE(g.ok()) << "schema " << i << ": " << g.status().message();
+  }
 }
 
 }  // namespace
