@@ -16,7 +16,7 @@ shift || true
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
   targets=(safetensors_header_fuzz model_config_fuzz tokenizer_json_fuzz chat_template_fuzz
-           tool_call_fuzz api_request_fuzz prefix_file_fuzz)
+           tool_call_fuzz api_request_fuzz prefix_file_fuzz grammar_fuzz)
 fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -lt 1 ]]; then
   echo "usage: $0 [seconds>=1] [target ...]" >&2

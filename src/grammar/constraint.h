@@ -49,6 +49,11 @@ class TokenConstraint {
 
  private:
   std::vector<uint64_t> Compute(const MatchState& state);
+  // A lazily built DFA over the matcher's states: each state met gets an id and a row of 256
+  // byte transitions filled on first use, so walking the trie again through known states is
+  // one table lookup a node.
+  int32_t Intern(const MatchState& state);
+  int32_t Transition(int32_t from, uint8_t byte);
   void AllowEnds(const MatchState& state, std::vector<uint64_t>& bits) const;
 
   std::shared_ptr<const Vocabulary> vocabulary_;
@@ -57,7 +62,11 @@ class TokenConstraint {
   std::vector<MatchState> history_;  // history_[i]: the state after i tokens
   std::unordered_map<MatchState, std::vector<uint64_t>, MatchStateHash> cache_;
   const std::vector<uint64_t>* current_ = nullptr;  // the mask of history_.back(), once known
-  std::vector<MatchState> walk_;                    // the trie walk's state at each depth
+  std::vector<int32_t> walk_;                       // the trie walk's DFA state at each depth
+  std::vector<MatchState> dfa_states_;
+  std::vector<int32_t> dfa_next_;  // 256 a state: kUnknown, kDead or the next state's id
+  std::unordered_map<MatchState, int32_t, MatchStateHash> dfa_index_;
+  MatchState scratch_;
   Stats stats_;
 };
 

@@ -4,6 +4,12 @@
 
 namespace mtplx::grammar {
 
+namespace {
+// Live stacks a state may hold: an ambiguous grammar can multiply them with every character; past
+// this the text is refused (dead) rather than the engine stalled.
+constexpr size_t kMaxStacks = 4096;
+}  // namespace
+
 size_t MatchStateHash::operator()(const MatchState& s) const {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t{s.partial} << 8) ^ s.partial_left ^
                (uint64_t{s.partial_length} << 40);
@@ -43,13 +49,14 @@ void Matcher::ExpandInto(uint32_t stack, std::vector<uint32_t>& out) {
     return;
   }
   // A rule reference (stacks never hold an alternative's end): every alternative of the rule,
-  // with what follows the reference below it.
+  // with what follows the reference below it. Each sub-stack's expansion is memoized, so rules
+  // that fan out through empty alternatives cost their distinct stacks, not their paths.
   const uint32_t after = Next(stack);
   for (uint32_t first : grammar_->alternatives(e.rule)) {
-    if (elements_[first].kind == ElementKind::kEnd)
-      ExpandInto(after, out);  // an empty alternative
-    else
-      ExpandInto(Push(after, first), out);
+    const uint32_t sub = elements_[first].kind == ElementKind::kEnd ? after : Push(after, first);
+    const std::vector<uint32_t>& expanded = Expand(sub);  // stable: map values never move
+    out.insert(out.end(), expanded.begin(), expanded.end());
+    if (out.size() > kMaxStacks) return;
   }
 }
 
@@ -64,6 +71,25 @@ const std::vector<uint32_t>& Matcher::Expand(uint32_t stack) {
 }
 
 const std::vector<uint32_t>& Matcher::Step(uint32_t stack, uint32_t c) {
+  if (c < 128) {
+    if (stack != last_stack_ || ascii_.empty()) {
+      const auto [it, added] =
+          ascii_rows_.emplace(stack, static_cast<uint32_t>(ascii_.size() / 128));
+      if (added) ascii_.resize(ascii_.size() + 128, 0);
+      last_stack_ = stack;
+      last_row_ = it->second;
+    }
+    uint32_t& slot = ascii_[last_row_ * 128 + c];
+    if (slot == 0) {
+      std::vector<uint32_t> out;
+      if (grammar_->Matches(elements_[nodes_[stack].pos], c)) out = Expand(Next(stack));
+      ascii_results_.push_back(std::move(out));
+      // Expand may have grown ascii_ (it does not step), but slot's row is unchanged: re-index.
+      ascii_[last_row_ * 128 + c] = static_cast<uint32_t>(ascii_results_.size());
+      return ascii_results_.back();
+    }
+    return ascii_results_[slot - 1];
+  }
   const uint64_t key = (uint64_t{stack} << 21) | c;
   const auto it = stepped_.find(key);
   if (it != stepped_.end()) return it->second;
@@ -99,6 +125,7 @@ void Matcher::AdvanceCodePoint(const MatchState& from, uint32_t c, MatchState& t
     std::sort(to.stacks.begin(), to.stacks.end());
     to.stacks.erase(std::unique(to.stacks.begin(), to.stacks.end()), to.stacks.end());
   }
+  if (to.stacks.size() > kMaxStacks) to.stacks.clear();
 }
 
 void Matcher::AdvanceByte(const MatchState& from, uint8_t byte, MatchState& to) {

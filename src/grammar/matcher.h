@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
@@ -70,6 +71,13 @@ class Matcher {
   std::unordered_map<uint64_t, uint32_t> intern_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> expanded_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> stepped_;
+  // ASCII steps by table: row r of ascii_ holds, for each of the 128 characters, 1 + the index
+  // in ascii_results_ of the step's result (0: not computed yet); ascii_rows_ maps a stack to
+  // its row. The trie walk steps the same few stacks over and over, so the last row is kept.
+  std::unordered_map<uint32_t, uint32_t> ascii_rows_;
+  std::vector<uint32_t> ascii_;
+  std::deque<std::vector<uint32_t>> ascii_results_;
+  uint32_t last_stack_ = 0, last_row_ = 0;
   std::vector<uint32_t> scratch_;
 };
 
