@@ -322,6 +322,11 @@ Json StatsJson(const engine::Completion& done) {
                 {"finish_reason", done.finish_reason},
                 {"effective_max_tokens", done.effective_max_tokens}};
   if (!done.cache_miss_reason.empty()) stats["cache_miss_reason"] = done.cache_miss_reason;
+  if (done.grammar_complete)
+    stats["structured_output"] = *done.grammar_complete
+                                     ? "complete"
+                                     : "incomplete: the reply ended (" + done.finish_reason +
+                                           ") before the document or call was complete";
   if (done.depth > 0) {
     const engine::SpeculativeStats& p = done.speculative;
     stats["acceptance_by_depth"] = p.AcceptanceByDepth();

@@ -573,6 +573,10 @@ void Engine::Complete(Active& a) {
   done.tokens = std::move(result.tokens);
   done.finish_reason = a.stream->stopped() ? "stop" : result.finish_reason;
   done.stop_string = a.stream->matched_stop();
+  // A constrained reply ends "stop" only where its grammar is complete (the sequence allows end
+  // tokens there and stops when nothing may follow); anything else left it unfinished.
+  if (a.job.request.grammar)
+    done.grammar_complete = result.finish_reason == "stop" && !a.stream->stopped();
   done.stats = result.stats;
   done.logprobs = std::move(result.logprobs);
   if (done.depth > 0) done.speculative = std::move(run->speculative);

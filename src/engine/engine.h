@@ -130,6 +130,9 @@ struct Completion {
   // "stop" (end token or stop string), "length" (max_tokens or the context window), "cancelled"
   std::string finish_reason;
   std::string stop_string;  // the stop string that matched, if any
+  // With a grammar: whether the reply is a complete sentence of it (false when max_tokens, the
+  // context window, a stop string or a cancellation ended it first).
+  std::optional<bool> grammar_complete;
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens restored from the prefix cache
   std::string cache_miss_reason;

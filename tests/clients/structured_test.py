@@ -173,6 +173,15 @@ def bad_requests(bundled, qwen36):
         model="m", messages=[{"role": "user", "content": "yes or no?"}], max_tokens=5,
         extra_body={"grammar": 'root ::= "yes" | "no"'}, temperature=0.8)
     check(reply.choices[0].message.content in ("yes", "no"), reply.choices[0].message.content)
+    check(reply.to_dict()["mtplx_stats"]["structured_output"] == "complete", reply.to_dict())
+    # A document max_tokens cuts short is never claimed complete.
+    cut = c.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}], max_tokens=3,
+        response_format={"type": "json_schema", "json_schema": {"name": "s", "schema": {
+            "type": "object", "properties": {"text": {"type": "string", "minLength": 50}},
+            "required": ["text"]}}})
+    check(cut.choices[0].finish_reason == "length", cut)
+    check(cut.to_dict()["mtplx_stats"]["structured_output"].startswith("incomplete"), cut.to_dict())
 
 
 def main():
