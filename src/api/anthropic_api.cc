@@ -177,6 +177,13 @@ MaybeError ReadToolChoice(const FieldReader& f, const Json& tools, ToolChoice& c
   MTPLX_API_TRY(f.Object("tool_choice", v));
   if (!v) return std::nullopt;
   const std::string type = BlockType(*v);
+  const auto disable = v->find("disable_parallel_tool_use");
+  if (disable != v->end() && !disable->is_null()) {
+    if (!disable->is_boolean())
+      return InvalidRequest("'tool_choice.disable_parallel_tool_use' must be a boolean",
+                            "tool_choice.disable_parallel_tool_use");
+    choice.parallel = !disable->get<bool>();
+  }
   if (type == "auto")
     choice.mode = ToolChoice::Mode::kAuto;
   else if (type == "none")

@@ -35,6 +35,10 @@ struct ToolChoice {
   enum class Mode { kAuto, kNone, kRequired, kNamed };
   Mode mode = Mode::kAuto;
   std::string name;  // kNamed; kRequired when only one tool is declared
+  // A forced call may be followed by more calls: only when the client asks for it in so many
+  // words (OpenAI parallel_tool_calls: true, Anthropic disable_parallel_tool_use: false); by
+  // default a forced reply is one call.
+  bool parallel = false;
 };
 
 struct ChatCall {

@@ -73,6 +73,9 @@ MaybeError ReadCommon(const FieldReader& f, const engine::Engine& engine,
 }
 
 MaybeError ReadToolChoice(const FieldReader& f, const Json& tools, ToolChoice& choice) {
+  std::optional<bool> parallel;
+  MTPLX_API_TRY(f.Bool("parallel_tool_calls", parallel));
+  choice.parallel = parallel.value_or(false);
   const Json* v = f.Get("tool_choice");
   if (!v) return std::nullopt;
   if (v->is_string()) {

@@ -88,10 +88,14 @@ MaybeError ToolCallGrammar(const Ordered& body, const ServeDefaults& defaults, C
     for (const Json& tool : call.tools) names.push_back(ToolName(tool));
   }
   const bool hermes = defaults.tool_dialect == "hermes";
-  std::string rules, root = "root ::=";
+  std::vector<std::string> all;
+  for (const Json& tool : call.tools) all.push_back(ToolName(tool));
+  // Rules tN-call for the forced call (index 0..) and, when calls may follow it, for every
+  // declared tool (index 100..), whose later calls name themselves.
+  std::string rules, first = "(", more = "(";
   for (size_t i = 0; i < names.size(); ++i) {
-    const Ordered schema = ToolSchema(body, names[i]);
     const int index = static_cast<int>(i);
+    const Ordered schema = ToolSchema(body, names[i]);
     Result<std::string> gbnf =
         hermes ? HermesArguments(schema, index) : XmlCall(names[i], !named, schema, index);
     if (!gbnf.ok()) return GrammarError(gbnf.status(), "tools");
@@ -100,8 +104,27 @@ MaybeError ToolCallGrammar(const Ordered& body, const ServeDefaults& defaults, C
     // A "required" hermes call chooses its name after the prefix's {"name": ".
     if (!named && hermes)
       call_rule = grammar::GbnfLiteral(names[i] + "\", \"arguments\": ") + " " + call_rule;
-    root += (i ? " | " : " ") + call_rule;
+    first += (i ? " | " : "") + call_rule;
   }
+  first += ")";
+  if (call.tool_choice.parallel) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      const int index = 100 + static_cast<int>(i);
+      const Ordered schema = ToolSchema(body, all[i]);
+      Result<std::string> gbnf =
+          hermes ? HermesArguments(schema, index) : XmlCall(all[i], true, schema, index);
+      if (!gbnf.ok()) return GrammarError(gbnf.status(), "tools");
+      rules += *gbnf;
+      const std::string opening =
+          hermes ? "\n<tool_call>\n{\"name\": \"" + all[i] + "\", \"arguments\": "
+                 : "\n<tool_call>\n<function=";
+      more +=
+          (i ? " | " : "") + grammar::GbnfLiteral(opening) + " t" + std::to_string(index) + "-call";
+    }
+    more += ")";
+  }
+  const std::string root =
+      "root ::= " + first + (call.tool_choice.parallel ? " " + more + "*" : std::string());
   auto g = grammar::ParseGbnf(root + "\n" + rules);
   if (!g.ok()) return GrammarError(g.status(), "tools");
   call.request.grammar = std::make_shared<const grammar::Grammar>(std::move(*g));

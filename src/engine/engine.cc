@@ -467,6 +467,7 @@ Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
   if (request.grammar) {
     g.grammar = request.grammar;
     g.vocabulary = vocabulary();
+    g.oracle = OracleFor(request.grammar);
   }
   const bool speculate =
       speculate_ && request.speculate && request.top_logprobs < 0 &&
@@ -706,6 +707,22 @@ std::shared_ptr<const grammar::Vocabulary> Engine::vocabulary() const {
         *tokenizer_, static_cast<int32_t>(model_->config().vocab_size));
   });
   return vocabulary_;
+}
+
+// Most recently used first; agents repeat their schemas and tools, so a few suffice.
+std::shared_ptr<grammar::MaskOracle> Engine::OracleFor(
+    const std::shared_ptr<const grammar::Grammar>& g) {
+  constexpr size_t kOracles = 8;
+  std::string key = g->ToString();
+  for (auto it = oracles_.begin(); it != oracles_.end(); ++it) {
+    if (it->first != key) continue;
+    std::rotate(oracles_.begin(), it, it + 1);
+    return oracles_.front().second;
+  }
+  if (oracles_.size() >= kOracles) oracles_.pop_back();
+  oracles_.insert(oracles_.begin(),
+                  {std::move(key), std::make_shared<grammar::MaskOracle>(g, vocabulary())});
+  return oracles_.front().second;
 }
 
 }  // namespace mtplx::engine

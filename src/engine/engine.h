@@ -314,6 +314,9 @@ class Engine {
   std::unique_ptr<SessionBank> bank_;  // touched only on the engine thread
 
   mutable std::mutex mutex_;
+  // The mask oracles of recent grammars, by their text (engine thread only).
+  std::shared_ptr<grammar::MaskOracle> OracleFor(const std::shared_ptr<const grammar::Grammar>& g);
+  std::vector<std::pair<std::string, std::shared_ptr<grammar::MaskOracle>>> oracles_;
   mutable std::once_flag vocabulary_once_;
   mutable std::shared_ptr<const grammar::Vocabulary> vocabulary_;
   std::condition_variable wake_;

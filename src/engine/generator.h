@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "engine/prefix.h"
+#include "grammar/constraint.h"
 #include "grammar/grammar.h"
 #include "grammar/vocabulary.h"
 #include "model/model.h"
@@ -79,6 +80,9 @@ struct GenerateRequest {
   // is complete; the reply ends ("stop") as soon as nothing may follow.
   std::shared_ptr<const grammar::Grammar> grammar;
   std::shared_ptr<const grammar::Vocabulary> vocabulary;
+  // The grammar's mask oracle, shared with other requests of the same grammar (else one of its
+  // own is made).
+  std::shared_ptr<grammar::MaskOracle> oracle;
   bool Cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
 };
 

@@ -55,8 +55,10 @@ Status Sequence::Start(const SpeculativeOptions* options) {
   speculative_ = options != nullptr;
   if (request_.grammar) {
     if (!request_.vocabulary) return InvalidArgument("a grammar needs the vocabulary's bytes");
-    constraint_ = std::make_unique<grammar::TokenConstraint>(request_.grammar, request_.vocabulary,
-                                                             request_.stop_ids);
+    auto oracle = request_.oracle ? request_.oracle
+                                  : std::make_shared<grammar::MaskOracle>(request_.grammar,
+                                                                          request_.vocabulary);
+    constraint_ = std::make_unique<grammar::TokenConstraint>(std::move(oracle), request_.stop_ids);
   }
   trunk_ = model_.NewState();
   if (speculative_) {

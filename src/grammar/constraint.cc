@@ -6,34 +6,24 @@
 namespace mtplx::grammar {
 
 namespace {
-// Masks kept per request; past this the cache starts over (a long free-form generation walks
+// Masks kept per grammar; past this the cache starts over (a long free-form generation walks
 // through many states that never recur).
 constexpr size_t kMaxCachedMasks = 4096;
 // DFA states kept (256 transitions each, 1 KiB); past this the DFA starts over.
-constexpr size_t kMaxDfaStates = 32768;
+constexpr size_t kMaxDfaStates = 16384;
 constexpr int32_t kUnknown = -1;
 constexpr int32_t kDead = -2;
 
-void Set(std::vector<uint64_t>& bits, int32_t id) { bits[id >> 6] |= uint64_t{1} << (id & 63); }
+void Set(TokenMask& bits, int32_t id) { bits[id >> 6] |= uint64_t{1} << (id & 63); }
 }  // namespace
 
-TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar,
-                                 std::shared_ptr<const Vocabulary> vocabulary,
-                                 std::vector<int32_t> end_ids)
-    : vocabulary_(std::move(vocabulary)),
-      matcher_(std::move(grammar)),
-      end_ids_(std::move(end_ids)) {
-  history_.push_back(matcher_.Start());
+MaskOracle::MaskOracle(std::shared_ptr<const Grammar> grammar,
+                       std::shared_ptr<const Vocabulary> vocabulary)
+    : vocabulary_(std::move(vocabulary)), matcher_(std::move(grammar)) {
   walk_.resize(vocabulary_->max_depth() + 1);
 }
 
-void TokenConstraint::AllowEnds(const MatchState& state, std::vector<uint64_t>& bits) const {
-  if (!state.CanEnd()) return;
-  for (int32_t id : end_ids_)
-    if (id >= 0 && id < vocabulary_->size()) Set(bits, id);
-}
-
-int32_t TokenConstraint::Intern(const MatchState& state) {
+int32_t MaskOracle::Intern(const MatchState& state) {
   const auto [it, added] = dfa_index_.emplace(state, static_cast<int32_t>(dfa_states_.size()));
   if (added) {
     dfa_states_.push_back(state);
@@ -42,7 +32,7 @@ int32_t TokenConstraint::Intern(const MatchState& state) {
   return it->second;
 }
 
-int32_t TokenConstraint::Transition(int32_t from, uint8_t byte) {
+int32_t MaskOracle::Transition(int32_t from, uint8_t byte) {
   int32_t next = dfa_next_[static_cast<size_t>(from) * 256 + byte];
   if (next != kUnknown) return next;
   matcher_.AdvanceByte(dfa_states_[from], byte, scratch_);
@@ -51,13 +41,13 @@ int32_t TokenConstraint::Transition(int32_t from, uint8_t byte) {
   return next;
 }
 
-std::vector<uint64_t> TokenConstraint::Compute(const MatchState& state) {
+TokenMask MaskOracle::Compute(const MatchState& state) {
   if (dfa_states_.size() > kMaxDfaStates) {
     dfa_states_.clear();
     dfa_next_.clear();
     dfa_index_.clear();
   }
-  std::vector<uint64_t> bits((vocabulary_->size() + 63) / 64, 0);
+  TokenMask bits((vocabulary_->size() + 63) / 64, 0);
   const auto& nodes = vocabulary_->nodes();
   const auto& tokens = vocabulary_->tokens();
   walk_[0] = Intern(state);
@@ -75,42 +65,85 @@ std::vector<uint64_t> TokenConstraint::Compute(const MatchState& state) {
       Set(bits, tokens[t]);
     ++i;
   }
-  AllowEnds(state, bits);
   return bits;
 }
 
-const std::vector<uint64_t>& TokenConstraint::Allowed() {
-  if (current_) return *current_;
+std::shared_ptr<const TokenMask> MaskOracle::Mask(const MatchState& state) {
   ++stats_.masks;
-  const MatchState& state = history_.back();
   auto it = cache_.find(state);
   if (it != cache_.end()) {
     ++stats_.cache_hits;
-  } else {
-    if (cache_.size() >= kMaxCachedMasks) cache_.clear();
-    it = cache_.emplace(state, Compute(state)).first;
+    return it->second;
   }
-  current_ = &it->second;
-  return *current_;
+  if (cache_.size() >= kMaxCachedMasks) cache_.clear();  // holders keep their masks alive
+  return cache_.emplace(state, std::make_shared<const TokenMask>(Compute(state))).first->second;
 }
 
-std::vector<uint64_t> TokenConstraint::AllowedByScan() {
-  const MatchState& state = history_.back();
-  std::vector<uint64_t> bits((vocabulary_->size() + 63) / 64, 0);
+TokenMask MaskOracle::MaskByScan(const MatchState& state) {
+  TokenMask bits((vocabulary_->size() + 63) / 64, 0);
   for (int32_t id = 0; id < vocabulary_->size(); ++id) {
     const std::string_view b = vocabulary_->bytes(id);
     if (b.empty()) continue;
     MatchState s = state;
     if (matcher_.AdvanceBytes(s, b)) Set(bits, id);
   }
-  AllowEnds(state, bits);
+  return bits;
+}
+
+TokenConstraint::TokenConstraint(std::shared_ptr<MaskOracle> oracle, std::vector<int32_t> end_ids)
+    : oracle_(std::move(oracle)), end_ids_(std::move(end_ids)) {
+  history_.push_back(oracle_->Start());
+}
+
+TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar,
+                                 std::shared_ptr<const Vocabulary> vocabulary,
+                                 std::vector<int32_t> end_ids)
+    : TokenConstraint(std::make_shared<MaskOracle>(std::move(grammar), std::move(vocabulary)),
+                      std::move(end_ids)) {}
+
+bool TokenConstraint::IsEnd(int32_t token) const {
+  return std::find(end_ids_.begin(), end_ids_.end(), token) != end_ids_.end();
+}
+
+void TokenConstraint::AddEnds(TokenMask& bits) const {
+  if (!CanEnd()) return;
+  for (int32_t id : end_ids_)
+    if (id >= 0 && id < oracle_->vocabulary().size()) Set(bits, id);
+}
+
+const TokenMask& TokenConstraint::Current() {
+  if (!current_) current_ = oracle_->Mask(history_.back());
+  return *current_;
+}
+
+TokenMask TokenConstraint::Allowed() {
+  TokenMask bits = Current();
+  AddEnds(bits);
+  return bits;
+}
+
+bool TokenConstraint::IsAllowed(int32_t token) {
+  if (token < 0 || token >= oracle_->vocabulary().size()) return false;
+  if (IsEnd(token)) return CanEnd();
+  return (Current()[token >> 6] >> (token & 63)) & 1;
+}
+
+TokenMask TokenConstraint::AllowedByScan() {
+  TokenMask bits = oracle_->MaskByScan(history_.back());
+  AddEnds(bits);
   return bits;
 }
 
 void TokenConstraint::MaskLogits(std::span<float> logits) {
-  const std::vector<uint64_t>& bits = Allowed();
-  const size_t n = std::min<size_t>(logits.size(), static_cast<size_t>(vocabulary_->size()));
+  const TokenMask& bits = Current();
+  const size_t n =
+      std::min<size_t>(logits.size(), static_cast<size_t>(oracle_->vocabulary().size()));
   constexpr float kNone = -std::numeric_limits<float>::infinity();
+  // End tokens have no bytes, so the mask refuses them: keep theirs where the text may end.
+  std::vector<std::pair<int32_t, float>> ends;
+  if (CanEnd())
+    for (int32_t id : end_ids_)
+      if (id >= 0 && static_cast<size_t>(id) < n) ends.emplace_back(id, logits[id]);
   // Per 64 tokens: all allowed (the common case inside free text) costs a compare, none allowed
   // a fill, and a mix a visit to each refused token only.
   for (size_t w = 0; w * 64 < n; ++w) {
@@ -126,23 +159,24 @@ void TokenConstraint::MaskLogits(std::span<float> logits) {
     for (; refused; refused &= refused - 1) logits[base + __builtin_ctzll(refused)] = kNone;
   }
   for (size_t i = n; i < logits.size(); ++i) logits[i] = kNone;  // ids past the vocabulary
+  for (const auto& [id, value] : ends) logits[id] = value;
 }
 
 bool TokenConstraint::Accept(int32_t token) {
-  if (token < 0 || token >= vocabulary_->size()) return false;
+  if (token < 0 || token >= oracle_->vocabulary().size()) return false;
   const MatchState& state = history_.back();
-  if (std::find(end_ids_.begin(), end_ids_.end(), token) != end_ids_.end()) {
+  if (IsEnd(token)) {
     if (!state.CanEnd()) return false;
     history_.push_back(state);
-    current_ = nullptr;
+    current_.reset();
     return true;
   }
-  const std::string_view b = vocabulary_->bytes(token);
+  const std::string_view b = oracle_->vocabulary().bytes(token);
   if (b.empty()) return false;
   MatchState next = state;
-  if (!matcher_.AdvanceBytes(next, b)) return false;
+  if (!oracle_->Advance(next, b)) return false;
   history_.push_back(std::move(next));
-  current_ = nullptr;
+  current_.reset();
   return true;
 }
 
@@ -150,7 +184,7 @@ void TokenConstraint::Rollback(size_t tokens) {
   tokens = std::min(tokens, accepted());
   if (tokens == 0) return;
   history_.resize(history_.size() - tokens);
-  current_ = nullptr;
+  current_.reset();
 }
 
 }  // namespace mtplx::grammar

@@ -1,8 +1,12 @@
-// A grammar applied to one generation: which tokens may come next (a bit mask over the model's
-// vocabulary, computed by walking the vocabulary trie from the current state and cached by
-// state), and the state after each token, kept so that speculative decoding can roll rejected
-// drafts back. The end-of-generation tokens are allowed exactly when the text so far is a
-// complete sentence of the grammar.
+// A grammar applied to generation. MaskOracle knows, for a state of the grammar's matcher, which
+// tokens may come next: a bit mask over the model's vocabulary, computed by walking the
+// vocabulary trie from that state and cached by state. One oracle serves every request with the
+// same grammar (agents send the same schemas and tools again and again), so their masks are
+// computed once. TokenConstraint is one generation: the state after each token, kept so that
+// speculative decoding can roll rejected drafts back, and the end-of-generation tokens, allowed
+// exactly when the text so far is a complete sentence of the grammar.
+//
+// Neither is thread-safe: the engine uses them from its one decoding thread.
 #pragma once
 
 #include <cstdint>
@@ -17,14 +21,60 @@
 
 namespace mtplx::grammar {
 
+using TokenMask = std::vector<uint64_t>;  // one bit per token of the vocabulary
+
+class MaskOracle {
+ public:
+  MaskOracle(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocabulary);
+
+  const Grammar& grammar() const { return matcher_.grammar(); }
+  const Vocabulary& vocabulary() const { return *vocabulary_; }
+  MatchState Start() { return matcher_.Start(); }
+  // Advances `state` over a token's bytes; false (state dead) when they cannot continue it.
+  bool Advance(MatchState& state, std::string_view bytes) {
+    return matcher_.AdvanceBytes(state, bytes);
+  }
+  // The tokens whose bytes may come next (end tokens are the constraint's business).
+  std::shared_ptr<const TokenMask> Mask(const MatchState& state);
+  // The reference the trie walk is tested against: every token's bytes run through the matcher.
+  TokenMask MaskByScan(const MatchState& state);
+
+  struct Stats {
+    uint64_t masks = 0;       // Mask() calls
+    uint64_t cache_hits = 0;  // of those, served from the cache
+    uint64_t nodes_visited = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  TokenMask Compute(const MatchState& state);
+  // A lazily built DFA over the matcher's states: each state met gets an id and a row of 256
+  // byte transitions filled on first use, so walking the trie again through known states is
+  // one table lookup a node.
+  int32_t Intern(const MatchState& state);
+  int32_t Transition(int32_t from, uint8_t byte);
+
+  std::shared_ptr<const Vocabulary> vocabulary_;
+  Matcher matcher_;
+  std::unordered_map<MatchState, std::shared_ptr<const TokenMask>, MatchStateHash> cache_;
+  std::vector<int32_t> walk_;  // the trie walk's DFA state at each depth
+  std::vector<MatchState> dfa_states_;
+  std::vector<int32_t> dfa_next_;  // 256 a state: kUnknown, kDead or the next state's id
+  std::unordered_map<MatchState, int32_t, MatchStateHash> dfa_index_;
+  MatchState scratch_;
+  Stats stats_;
+};
+
 class TokenConstraint {
  public:
+  TokenConstraint(std::shared_ptr<MaskOracle> oracle, std::vector<int32_t> end_ids);
+  // With an oracle of its own.
   TokenConstraint(std::shared_ptr<const Grammar> grammar,
                   std::shared_ptr<const Vocabulary> vocabulary, std::vector<int32_t> end_ids);
 
-  // One bit per token of the vocabulary: may it come next.
-  const std::vector<uint64_t>& Allowed();
-  bool IsAllowed(int32_t token) { return (Allowed()[token >> 6] >> (token & 63)) & 1; }
+  // One bit per token of the vocabulary: may it come next (end tokens included).
+  TokenMask Allowed();
+  bool IsAllowed(int32_t token);
   // Sets the logit of every token that may not come next to -infinity.
   void MaskLogits(std::span<float> logits);
   // Takes a token; false (nothing changes) when the grammar does not allow it.
@@ -36,38 +86,18 @@ class TokenConstraint {
   bool CanEnd() const { return history_.back().CanEnd(); }
   bool Done() const { return history_.back().Done(); }
 
-  // The reference the trie walk is tested against: every token's bytes run through the
-  // matcher one by one.
-  std::vector<uint64_t> AllowedByScan();
-
-  struct Stats {
-    uint64_t masks = 0;       // Allowed() calls that computed or looked up a mask
-    uint64_t cache_hits = 0;  // of those, served from the cache
-    uint64_t nodes_visited = 0;
-  };
-  const Stats& stats() const { return stats_; }
+  TokenMask AllowedByScan();
+  const MaskOracle& oracle() const { return *oracle_; }
 
  private:
-  std::vector<uint64_t> Compute(const MatchState& state);
-  // A lazily built DFA over the matcher's states: each state met gets an id and a row of 256
-  // byte transitions filled on first use, so walking the trie again through known states is
-  // one table lookup a node.
-  int32_t Intern(const MatchState& state);
-  int32_t Transition(int32_t from, uint8_t byte);
-  void AllowEnds(const MatchState& state, std::vector<uint64_t>& bits) const;
+  const TokenMask& Current();
+  bool IsEnd(int32_t token) const;
+  void AddEnds(TokenMask& bits) const;
 
-  std::shared_ptr<const Vocabulary> vocabulary_;
-  Matcher matcher_;
+  std::shared_ptr<MaskOracle> oracle_;
   std::vector<int32_t> end_ids_;
-  std::vector<MatchState> history_;  // history_[i]: the state after i tokens
-  std::unordered_map<MatchState, std::vector<uint64_t>, MatchStateHash> cache_;
-  const std::vector<uint64_t>* current_ = nullptr;  // the mask of history_.back(), once known
-  std::vector<int32_t> walk_;                       // the trie walk's DFA state at each depth
-  std::vector<MatchState> dfa_states_;
-  std::vector<int32_t> dfa_next_;  // 256 a state: kUnknown, kDead or the next state's id
-  std::unordered_map<MatchState, int32_t, MatchStateHash> dfa_index_;
-  MatchState scratch_;
-  Stats stats_;
+  std::vector<MatchState> history_;           // history_[i]: the state after i tokens
+  std::shared_ptr<const TokenMask> current_;  // the mask of history_.back(), once known
 };
 
 }  // namespace mtplx::grammar

@@ -66,6 +66,7 @@ BAD_BY_FIELD = {
                             {"type": "json_schema", "json_schema": {"schema": 5}},
                             {"type": "json_schema", "json_schema": {"schema": {"type": "x"}}}],
         "grammar": [5, "root ::= missing", "root ::= [a-"],
+        "parallel_tool_calls": ["yes", 1],
         "enable_thinking": ["yes", 1],
         "chat_template_kwargs": ["x", {"enable_thinking": "yes"}],
         "generation_mode": ["fast", 5],

@@ -127,6 +127,30 @@ def forced_openai_calls(bundled, qwen36):
                 validate(json.loads(call.arguments), schemas[call.name], f"{choice} {call.name}")
 
 
+def parallel_forced_calls(bundled, qwen36):
+    """Asked for in so many words, a forced call may be followed by more; each complete one is
+    valid (a last one max_tokens cut short is reported, but the reply says it was cut)."""
+    schemas = {"get_weather": WEATHER, "search": SEARCH}
+    c = openai_client(qwen36)
+    reply = c.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Weather in Paris and Rome?"}],
+        tools=openai_tools(), tool_choice="required", parallel_tool_calls=True, max_tokens=300,
+        temperature=0.8, seed=3)
+    out = reply.choices[0]
+    calls = out.message.tool_calls or []
+    check(calls, out)
+    complete = calls if out.finish_reason == "tool_calls" else calls[:-1]
+    for call in complete:
+        validate(json.loads(call.function.arguments), schemas[call.function.name], "parallel")
+    a = anthropic.Anthropic(base_url=qwen36.base, api_key="unused", max_retries=0)
+    single = a.messages.create(
+        model="m", max_tokens=200, messages=[{"role": "user", "content": "Weather?"}],
+        tools=[{"name": "get_weather", "description": "w", "input_schema": WEATHER}],
+        tool_choice={"type": "any", "disable_parallel_tool_use": True})
+    check(single.stop_reason == "tool_use", single)
+    check(len([b for b in single.content if b.type == "tool_use"]) == 1, single)
+
+
 def forced_anthropic_calls(bundled, qwen36):
     tools = [{"name": "get_weather", "description": "weather", "input_schema": WEATHER},
              {"name": "search", "description": "search", "input_schema": SEARCH}]
@@ -189,7 +213,8 @@ def main():
     with Server(mtplx, "--seed", "0") as bundled, \
             Server(mtplx, "--seed", "0", model=model_with_template("qwen3.6.jinja")) as qwen36:
         code = run_scenarios([schema_corpus, json_object_mode, streamed_document,
-                              forced_openai_calls, forced_anthropic_calls, bad_requests],
+                              forced_openai_calls, forced_anthropic_calls, parallel_forced_calls,
+                              bad_requests],
                              bundled, qwen36)
         check(bundled.alive() and qwen36.alive(), "a server died")
     return code

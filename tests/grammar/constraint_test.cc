@@ -117,6 +117,34 @@ TEST(TokenConstraintTest, RollbackRestoresTheState) {
   EXPECT_FALSE(c.Accept(0));  // an end token before the text is complete
 }
 
+TEST(TokenConstraintTest, RequestsOfOneGrammarShareTheirMasks) {
+  auto v = RandomVocabulary(800, 9);
+  auto oracle = std::make_shared<MaskOracle>(
+      Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}}})"), v);
+  const auto id = [&](const std::string& bytes) {
+    for (int32_t i = 0; i < v->size(); ++i)
+      if (v->bytes(i) == bytes) return i;
+    return -1;
+  };
+  const std::vector<std::string> doc = {"{", "\"", "a", "\"", ":", "1", "}"};
+  std::vector<TokenMask> first;
+  {
+    TokenConstraint c(oracle, {0});
+    for (const std::string& t : doc) {
+      first.push_back(c.Allowed());
+      ASSERT_TRUE(c.Accept(id(t))) << t;
+    }
+    EXPECT_TRUE(c.Done());
+  }
+  const uint64_t computed = oracle->stats().masks - oracle->stats().cache_hits;
+  TokenConstraint again(oracle, {0});
+  for (size_t i = 0; i < doc.size(); ++i) {
+    EXPECT_EQ(again.Allowed(), first[i]);
+    ASSERT_TRUE(again.Accept(id(doc[i])));
+  }
+  EXPECT_EQ(oracle->stats().masks - oracle->stats().cache_hits, computed);  // all cached
+}
+
 TEST(TokenConstraintTest, MaskLogitsLeavesOnlyAllowedTokens) {
   auto v = RandomVocabulary(400, 5);
   TokenConstraint c(Schema(R"({"const": true})"), v, {});
