@@ -7,7 +7,8 @@ round (short prompts, so nearly all of it is decoding).
 
 Usage:
   bench/concurrency.py --model /tmp/w8 [--mtplx build/bin/mtplx] [--threads 2] [--streams 4]
-      [--max-tokens 128] [--rounds 3] [--llama-server PATH --gguf FILE] [--json-out FILE]
+      [--max-tokens 128] [--rounds 3] [--mtplx-arg=--max-step-rows=8 ...]
+      [--llama-server PATH --gguf FILE] [--json-out FILE]
 """
 import json
 import os
@@ -39,7 +40,8 @@ class Mtplx:
         self.port = free_port()
         self.proc = subprocess.Popen(
             [args.mtplx, "serve", "--model", args.model, "--port", str(self.port), "--parallel",
-             str(args.streams), "--threads", str(args.threads), "--quiet", "--cache-mib", "0"],
+             str(args.streams), "--threads", str(args.threads), "--quiet", "--cache-mib", "0"] +
+            args.mtplx_arg,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_healthy(self.port, self.proc, "mtplx serve")
 
@@ -86,6 +88,8 @@ def main():
     ap.add_argument("--streams", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--mtplx-arg", action="append", default=[],
+                    help="an extra `mtplx serve` argument (repeatable), e.g. --max-step-rows=8")
     ap.add_argument("--llama-server")
     ap.add_argument("--gguf")
     ap.add_argument("--json-out")
