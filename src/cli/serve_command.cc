@@ -170,7 +170,11 @@ int RunServe(const ServeFlags& f) {
   auto engine = engine::Engine::Open(options);
   if (!engine.ok()) return ReportError(engine.status().message());
   RememberMtpCheck(**engine);
-  s.defaults.model_id = f.model_id.empty() ? FolderName(options.model_dir) : f.model_id;
+  // The id clients see: --model-id, else the pack's served_model_id, else its folder's name.
+  const auto& contract = (*engine)->model().contract();
+  s.defaults.model_id = !f.model_id.empty()                     ? f.model_id
+                        : contract && contract->served_model_id ? *contract->served_model_id
+                                                                : FolderName(options.model_dir);
   if (f.temperature >= 0) s.defaults.temperature = f.temperature;
   if (f.top_p >= 0) s.defaults.top_p = f.top_p;
   if (f.top_k >= 0) s.defaults.top_k = f.top_k;

@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "base/strings.h"
+#include "io/runtime_contract.h"
 #include "kernels/affine_quant.h"
 #include "kernels/gated_delta.h"
 #include "kernels/matmul.h"
@@ -31,6 +32,43 @@ std::vector<float> RopeInverseFrequencies(const io::ModelConfig& c) {
 
 }  // namespace
 
+namespace {
+
+// The pack's runtime contract (when it has one) read and checked against its tensors: a pack
+// that claims an MTP head it lacks, counts its MTP tensors wrong or states their quantization
+// wrong is refused, naming the key.
+Status CheckRuntimeContract(const std::optional<io::RuntimeContract>& contract,
+                            const ModelWeights& w, const io::Checkpoint& checkpoint) {
+  if (!contract) return Status::Ok();
+  const io::RuntimeContract& c = *contract;
+  auto refuse = [&](const std::string& key, const std::string& why) {
+    return InvalidArgument(StrCat(c.path, ": '", key, "' ", why));
+  };
+  const bool has_mtp = w.mtp.present;
+  if (c.has_mtp && *c.has_mtp && !has_mtp)
+    return refuse("capabilities.mtp", "is true but the checkpoint has no MTP tensors");
+  if (c.mtp_tensor_count) {
+    int64_t count = 0;
+    for (const std::string& name : checkpoint.Names())
+      if (name.rfind("mtp.", 0) == 0 || name.find(".mtp.") != std::string::npos) ++count;
+    if (count != *c.mtp_tensor_count)
+      return refuse("mtp_tensor_count", StrCat("is ", *c.mtp_tensor_count,
+                                               " but the checkpoint has ", count, " MTP tensors"));
+  }
+  if (c.mtp_quant_bits && has_mtp) {
+    const Matrix& probe = w.mtp.layer.attention.q_proj;
+    const int stated = *c.mtp_quant_bits == 16 ? 0 : *c.mtp_quant_bits;
+    const int actual = probe.quantized ? probe.quant.bits : 0;
+    if (stated != actual)
+      return refuse("mtp_contract.mtp_quant_bits",
+                    StrCat("is ", *c.mtp_quant_bits, " but the MTP layer's weights are ",
+                           actual ? StrCat(actual, "-bit") : std::string("not quantized")));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Model> model(new Model());
@@ -44,6 +82,9 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
   checkpoint_options.lock_memory = options.lock_memory;
   MTPLX_ASSIGN_OR_RETURN(model->checkpoint_, io::Checkpoint::Open(dir, checkpoint_options));
   MTPLX_ASSIGN_OR_RETURN(model->weights_, BindWeights(model->config_, *model->checkpoint_));
+  MTPLX_ASSIGN_OR_RETURN(model->contract_, io::LoadRuntimeContract(dir, io::EngineVersion()));
+  MTPLX_RETURN_IF_ERROR(
+      CheckRuntimeContract(model->contract_, model->weights_, *model->checkpoint_));
   model->pool_ = std::make_unique<ThreadPool>(options.threads);
   model->activations_ = options.activations;
   MTPLX_RETURN_IF_ERROR(model->PrepareDraftHead(options));

@@ -17,6 +17,7 @@
 #include "base/thread_pool.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
+#include "io/runtime_contract.h"
 #include "kernels/matmul.h"
 #include "model/draft_head.h"
 #include "model/weights.h"
@@ -111,6 +112,9 @@ class Model {
   const io::ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const std::string& dir() const { return dir_; }
+  // The pack's runtime contract (mtplx_runtime.json), validated at load; none for plain
+  // checkpoints.
+  const std::optional<io::RuntimeContract>& contract() const { return contract_; }
   uint64_t weight_bytes() const { return checkpoint_->resident_bytes(); }
   // Wall time of Load: reading the files, binding, preparing the draft head, repacking.
   double load_seconds() const { return load_seconds_; }
@@ -185,6 +189,7 @@ class Model {
               const std::vector<SequenceRows>& sequences, std::span<ForwardItem> items) const;
 
   std::string dir_;
+  std::optional<io::RuntimeContract> contract_;
   io::ModelConfig config_;
   std::unique_ptr<io::Checkpoint> checkpoint_;
   ModelWeights weights_;

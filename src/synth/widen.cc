@@ -13,6 +13,7 @@
 #include "base/thread_pool.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
+#include "io/safetensors.h"
 #include "kernels/affine_quant.h"
 #include "pack/runtime_manifest.h"
 #include "pack/staging.h"
@@ -299,6 +300,21 @@ Json WideConfig(const std::string& from_dir, const WidenOptions& o, bool mtp_sid
   return config;
 }
 
+// Tensors named mtp.* in the checkpoint written to `dir` (weights, scales and biases each count),
+// what the runtime contract's mtp_tensor_count states.
+Result<int64_t> CountMtpTensors(const std::string& dir) {
+  MTPLX_ASSIGN_OR_RETURN(const std::vector<std::string> files, io::ListCheckpointFiles(dir));
+  int64_t count = 0;
+  for (const std::string& file : files) {
+    uint64_t offset = 0, size = 0;
+    MTPLX_ASSIGN_OR_RETURN(const io::SafetensorsHeader header,
+                           io::SafetensorsFile::ReadHeader(file, &offset, &size));
+    for (const auto& [name, entry] : header.tensors)
+      if (StartsWith(name, "mtp.")) ++count;
+  }
+  return count;
+}
+
 Status CopyModelFiles(const std::string& from, const std::string& to, const WidenOptions& o) {
   for (const char* name : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
                            "chat_template.json", "generation_config.json", "MODEL_CARD.md"}) {
@@ -313,6 +329,8 @@ Status CopyModelFiles(const std::string& from, const std::string& to, const Wide
     Json runtime = Json::parse(text, nullptr, false);
     if (runtime.is_object()) {
       runtime["precision_variant"] = "bf16";
+      MTPLX_ASSIGN_OR_RETURN(const int64_t mtp_tensors, CountMtpTensors(to));
+      runtime["mtp_tensor_count"] = mtp_tensors;
       runtime["forge_provenance"]["widened"] = {
           {"factor", o.factor}, {"bits", o.bits}, {"group_size", o.group_size}};
       if (runtime.contains("mtp_contract") && runtime["mtp_contract"].is_object()) {
