@@ -17,6 +17,7 @@ Runner AddChatCommand(CLI::App& app);
 Runner AddBenchCommand(CLI::App& app);
 Runner AddTokenizeCommand(CLI::App& app);
 Runner AddTuneCommand(CLI::App& app);
+Runner AddHardwareCommand(CLI::App& app);
 // These build with the HTTP server only.
 Runner AddServeCommand(CLI::App& app);
 Runner AddStartCommand(CLI::App& app);

@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   add(mtplx::cli::AddBenchCommand);
   add(mtplx::cli::AddTuneCommand);
   add(mtplx::cli::AddTokenizeCommand);
+  add(mtplx::cli::AddHardwareCommand);
 #ifdef MTPLX_WITH_SERVER
   add(mtplx::cli::AddServeCommand);
   add(mtplx::cli::AddStartCommand);

@@ -23,6 +23,33 @@ Outcome Mtplx(const std::string& args, bool merge_stderr = true) {
   return testing::RunMtplx(args, merge_stderr);
 }
 
+TEST(CliTest, HardwareDescribesTheMachineAndItsKernels) {
+  const Outcome text = Mtplx("hardware");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  for (const char* line : {"CPU:", "Caches:", "Memory:", "Kernels:"})
+    EXPECT_NE(text.output.find(line), std::string::npos) << text.output;
+  const Outcome json = Mtplx("hardware --json", /*merge_stderr=*/false);
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const auto h = nlohmann::json::parse(json.output);
+  EXPECT_GE(h["logical_cpus"].get<int>(), 1);
+  EXPECT_GE(h["usable_cpus"].get<int>(), 1);
+  EXPECT_LE(h["usable_cpus"].get<int>(), h["logical_cpus"].get<int>());
+  EXPECT_GT(h["memory"]["total_bytes"].get<uint64_t>(), 0u);
+  EXPECT_TRUE(h["features"].is_object());
+  const std::string matmul = h["kernels"]["quantized_matmul"];
+  EXPECT_TRUE(matmul == "amx-int8" || matmul == "avx512-vnni" || matmul == "avx2" ||
+              matmul == "neon-dotprod" || matmul == "portable")
+      << matmul;
+  // MTPLX_KERNELS caps what runs, and the report says so.
+  const Outcome capped = testing::RunMtplxWithEnv("MTPLX_KERNELS=portable", "hardware --json",
+                                                  /*merge_stderr=*/false);
+  ASSERT_EQ(capped.exit_code, 0);
+  const auto c = nlohmann::json::parse(capped.output);
+  EXPECT_EQ(c["kernels"]["quantized_matmul"], "portable");
+  EXPECT_EQ(c["kernels"]["mtplx_kernels_cap"], "portable");
+  EXPECT_FALSE(c["kernels"]["avx512_kernels"].get<bool>());
+}
+
 TEST(CliTest, RunOnTheDefaultModelPrintsTextAndStats) {
   const Outcome o = Mtplx("run \"Write a haiku about autumn\" --max-tokens 12 --seed 1");
   EXPECT_EQ(o.exit_code, 0) << o.output;
