@@ -18,6 +18,7 @@ Runner AddBenchCommand(CLI::App& app);
 Runner AddTokenizeCommand(CLI::App& app);
 Runner AddTuneCommand(CLI::App& app);
 Runner AddHardwareCommand(CLI::App& app);
+Runner AddInspectCommand(CLI::App& app);
 // These build with the HTTP server only.
 Runner AddServeCommand(CLI::App& app);
 Runner AddStartCommand(CLI::App& app);

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   add(mtplx::cli::AddTuneCommand);
   add(mtplx::cli::AddTokenizeCommand);
   add(mtplx::cli::AddHardwareCommand);
+  add(mtplx::cli::AddInspectCommand);
 #ifdef MTPLX_WITH_SERVER
   add(mtplx::cli::AddServeCommand);
   add(mtplx::cli::AddStartCommand);

@@ -209,6 +209,16 @@ Result<RuntimeContract> ParseRuntimeContract(const std::string& json_text, const
   return c;
 }
 
+Status CheckMtpTensors(const RuntimeContract& c, bool has_mtp, int64_t mtp_tensors) {
+  if (c.has_mtp && *c.has_mtp && !has_mtp)
+    return InvalidArgument(
+        StrCat(c.path, ": 'capabilities.mtp' is true but the checkpoint has no MTP tensors"));
+  if (c.mtp_tensor_count && *c.mtp_tensor_count != mtp_tensors)
+    return InvalidArgument(StrCat(c.path, ": 'mtp_tensor_count' is ", *c.mtp_tensor_count,
+                                  " but the checkpoint has ", mtp_tensors, " MTP tensors"));
+  return Status::Ok();
+}
+
 Result<std::optional<RuntimeContract>> LoadRuntimeContract(const std::string& dir,
                                                            const std::string& engine_version) {
   const std::string path = JoinPath(dir, "mtplx_runtime.json");

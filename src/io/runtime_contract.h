@@ -32,6 +32,10 @@ Result<std::optional<RuntimeContract>> LoadRuntimeContract(const std::string& di
 Result<RuntimeContract> ParseRuntimeContract(const std::string& json_text, const std::string& path,
                                              const std::string& engine_version);
 
+// What the contract says of the MTP head against what the checkpoint holds: MTP claimed
+// (capabilities.mtp) but absent, or mtp_tensor_count not the number of tensors named mtp.*.
+Status CheckMtpTensors(const RuntimeContract& c, bool has_mtp, int64_t mtp_tensors);
+
 // <0, 0, >0 as dotted version a is below, equal to or above b ("0.10.1" > "0.9"); non-numeric
 // parts (a "-dev" suffix) are ignored.
 int CompareVersions(const std::string& a, const std::string& b);

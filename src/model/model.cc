@@ -45,16 +45,10 @@ Status CheckRuntimeContract(const std::optional<io::RuntimeContract>& contract,
     return InvalidArgument(StrCat(c.path, ": '", key, "' ", why));
   };
   const bool has_mtp = w.mtp.present;
-  if (c.has_mtp && *c.has_mtp && !has_mtp)
-    return refuse("capabilities.mtp", "is true but the checkpoint has no MTP tensors");
-  if (c.mtp_tensor_count) {
-    int64_t count = 0;
-    for (const std::string& name : checkpoint.Names())
-      if (name.rfind("mtp.", 0) == 0 || name.find(".mtp.") != std::string::npos) ++count;
-    if (count != *c.mtp_tensor_count)
-      return refuse("mtp_tensor_count", StrCat("is ", *c.mtp_tensor_count,
-                                               " but the checkpoint has ", count, " MTP tensors"));
-  }
+  int64_t mtp_tensors = 0;
+  for (const std::string& name : checkpoint.Names())
+    if (name.rfind("mtp.", 0) == 0 || name.find(".mtp.") != std::string::npos) ++mtp_tensors;
+  MTPLX_RETURN_IF_ERROR(io::CheckMtpTensors(c, has_mtp, mtp_tensors));
   if (c.mtp_quant_bits && has_mtp) {
     const Matrix& probe = w.mtp.layer.attention.q_proj;
     const int stated = *c.mtp_quant_bits == 16 ? 0 : *c.mtp_quant_bits;

@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -48,6 +50,40 @@ TEST(CliTest, HardwareDescribesTheMachineAndItsKernels) {
   EXPECT_EQ(c["kernels"]["quantized_matmul"], "portable");
   EXPECT_EQ(c["kernels"]["mtplx_kernels_cap"], "portable");
   EXPECT_FALSE(c["kernels"]["avx512_kernels"].get<bool>());
+}
+
+TEST(CliTest, InspectReadsAPackWithoutLoadingIt) {
+  const std::string model = testing::TrainedModelDir();
+  const Outcome out = Mtplx("inspect '" + model + "' --json --context 1000", false);
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const auto j = nlohmann::json::parse(out.output);
+  EXPECT_EQ(j["architecture"]["layers"], 8);
+  EXPECT_EQ(j["architecture"]["full_attention_layers"], 2);
+  EXPECT_EQ(j["weights"]["quantization"]["bits"], 8);
+  EXPECT_EQ(j["mtp"]["present"], true);
+  EXPECT_EQ(j["mtp"]["tensors"], 31);
+  EXPECT_EQ(j["contract"]["valid"], true);
+  EXPECT_EQ(j["memory"]["context"], 1000);
+  EXPECT_EQ(j["memory"]["total_bytes_at_context"].get<uint64_t>(),
+            j["weights"]["bytes"].get<uint64_t>() +
+                1000 * j["memory"]["kv_bytes_per_token"].get<uint64_t>() +
+                j["memory"]["recurrent_bytes"].get<uint64_t>());
+  const Outcome text = Mtplx("inspect '" + model + "'");
+  EXPECT_NE(text.output.find("contract: valid"), std::string::npos) << text.output;
+  // A contract that contradicts the tensors: reported, exit 1.
+  const std::string dir = testing::MakeTempDir("mtplx-inspect-");
+  for (const char* name : {"config.json", "model.safetensors", "model.safetensors.index.json",
+                           "mtp.safetensors", "tokenizer.json"})
+    std::filesystem::create_symlink(model + "/" + name, dir + "/" + name);
+  auto contract = nlohmann::json::parse(std::ifstream(model + "/mtplx_runtime.json"));
+  contract["mtp_tensor_count"] = 3;
+  std::ofstream(dir + "/mtplx_runtime.json") << contract.dump();
+  const Outcome bad = Mtplx("inspect '" + dir + "'");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("INVALID"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("'mtp_tensor_count' is 3 but the checkpoint has 31"), std::string::npos)
+      << bad.output;
+  EXPECT_NE(Mtplx("inspect /nonexistent").exit_code, 0);
 }
 
 TEST(CliTest, RunOnTheDefaultModelPrintsTextAndStats) {
