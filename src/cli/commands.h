@@ -19,6 +19,8 @@ Runner AddTokenizeCommand(CLI::App& app);
 Runner AddTuneCommand(CLI::App& app);
 Runner AddHardwareCommand(CLI::App& app);
 Runner AddInspectCommand(CLI::App& app);
+Runner AddModelsCommand(CLI::App& app);
+Runner AddRemoveCommand(CLI::App& app);
 // These build with the HTTP server only.
 Runner AddServeCommand(CLI::App& app);
 Runner AddStartCommand(CLI::App& app);

@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
   add(mtplx::cli::AddTokenizeCommand);
   add(mtplx::cli::AddHardwareCommand);
   add(mtplx::cli::AddInspectCommand);
+  add(mtplx::cli::AddModelsCommand);
+  add(mtplx::cli::AddRemoveCommand);
 #ifdef MTPLX_WITH_SERVER
   add(mtplx::cli::AddServeCommand);
   add(mtplx::cli::AddStartCommand);

@@ -86,6 +86,67 @@ TEST(CliTest, InspectReadsAPackWithoutLoadingIt) {
   EXPECT_NE(Mtplx("inspect /nonexistent").exit_code, 0);
 }
 
+// A hub cache entry (blobs, refs/main, a snapshot of links) and a pack, from the bundled model.
+std::string FakeCaches() {
+  namespace fs = std::filesystem;
+  const std::string model = testing::TrainedModelDir();
+  const std::string root = testing::MakeTempDir("mtplx-caches-");
+  const fs::path entry = fs::path(root) / "hub" / "models--acme--tiny";
+  fs::create_directories(entry / "blobs");
+  fs::create_directories(entry / "refs");
+  fs::create_directories(entry / "snapshots" / "abc123");
+  std::ofstream(entry / "refs" / "main") << "abc123\n";
+  for (const char* name :
+       {"config.json", "model.safetensors", "model.safetensors.index.json", "mtp.safetensors",
+        "tokenizer.json", "tokenizer_config.json", "mtplx_runtime.json"}) {
+    fs::copy_file(model + "/" + name, entry / "blobs" / name);
+    fs::create_symlink(fs::path("../../blobs") / name, entry / "snapshots" / "abc123" / name);
+  }
+  fs::create_directories(fs::path(root) / "home" / "models");
+  fs::copy(model, fs::path(root) / "home" / "models" / "me--pack", fs::copy_options::recursive);
+  return root;
+}
+
+TEST(CliTest, ModelsListsTheCachesAndRemoveStaysInsideThem) {
+  namespace fs = std::filesystem;
+  const std::string root = FakeCaches();
+  const std::string env = "HF_HUB_CACHE='" + root + "/hub' MTPLX_HOME='" + root + "/home'";
+  const Outcome list = testing::RunMtplxWithEnv(env, "models --json", false);
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  const auto models = nlohmann::json::parse(list.output);
+  ASSERT_EQ(models.size(), 2u) << list.output;
+  EXPECT_EQ(models[0]["name"], "acme/tiny");
+  EXPECT_EQ(models[0]["source"], "hub");
+  EXPECT_EQ(models[0]["mtp"], true);
+  EXPECT_EQ(models[0]["quantization"], "8-bit g64");
+  EXPECT_GT(models[0]["bytes"].get<uint64_t>(), 10u << 20);
+  EXPECT_EQ(models[1]["name"], "me/pack");
+  // The snapshot runs as a model folder.
+  const Outcome run =
+      Mtplx("run hi --max-tokens 2 --model '" + models[0]["path"].get<std::string>() + "'");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  // No --yes and no terminal: refused; unknown names list what there is.
+  EXPECT_NE(testing::RunMtplxWithEnv(env, "remove acme/tiny < /dev/null").exit_code, 0);
+  const Outcome unknown = testing::RunMtplxWithEnv(env, "remove nothing --yes");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.output.find("there are: acme/tiny, me/pack"), std::string::npos)
+      << unknown.output;
+  // An entry that leads outside the cache is never deleted.
+  const std::string outside = testing::MakeTempDir("mtplx-outside-");
+  fs::copy_file(testing::TrainedModelDir() + "/config.json", outside + "/config.json");
+  fs::create_symlink(outside, root + "/home/models/sneaky");
+  const Outcome sneaky = testing::RunMtplxWithEnv(env, "remove sneaky --yes");
+  EXPECT_NE(sneaky.exit_code, 0);
+  EXPECT_NE(sneaky.output.find("is not inside"), std::string::npos) << sneaky.output;
+  EXPECT_TRUE(fs::exists(outside + "/config.json"));
+  // Removing for real.
+  const Outcome removed = testing::RunMtplxWithEnv(env, "remove acme/tiny --yes");
+  EXPECT_EQ(removed.exit_code, 0) << removed.output;
+  EXPECT_NE(removed.output.find("Removed acme/tiny"), std::string::npos) << removed.output;
+  EXPECT_FALSE(fs::exists(root + "/hub/models--acme--tiny"));
+  EXPECT_TRUE(fs::exists(root + "/home/models/me--pack/config.json"));
+}
+
 TEST(CliTest, RunOnTheDefaultModelPrintsTextAndStats) {
   const Outcome o = Mtplx("run \"Write a haiku about autumn\" --max-tokens 12 --seed 1");
   EXPECT_EQ(o.exit_code, 0) << o.output;
