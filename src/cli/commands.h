@@ -21,6 +21,7 @@ Runner AddHardwareCommand(CLI::App& app);
 Runner AddInspectCommand(CLI::App& app);
 Runner AddModelsCommand(CLI::App& app);
 Runner AddRemoveCommand(CLI::App& app);
+Runner AddFp16Command(CLI::App& app);
 // These build with the HTTP server only.
 Runner AddServeCommand(CLI::App& app);
 Runner AddStartCommand(CLI::App& app);

@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
   add(mtplx::cli::AddScoreCommand);
   add(mtplx::cli::AddSynthCommand);
   add(mtplx::cli::AddConvertCommand);
+  add(mtplx::cli::AddFp16Command);
   add(mtplx::cli::AddBenchCommand);
   add(mtplx::cli::AddTuneCommand);
   add(mtplx::cli::AddTokenizeCommand);
