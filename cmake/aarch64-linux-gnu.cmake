@@ -12,3 +12,5 @@ set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 # Debian ships cpp-httplib as a shared library only: the static ARM build leaves the server out.
 set(MTPLX_BUILD_SERVER OFF CACHE BOOL "Build the HTTP server")
+# No static libcurl either: `mtplx pull` is left out too.
+set(MTPLX_WITH_CURL OFF CACHE BOOL "Build mtplx pull")

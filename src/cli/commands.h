@@ -22,6 +22,8 @@ Runner AddInspectCommand(CLI::App& app);
 Runner AddModelsCommand(CLI::App& app);
 Runner AddRemoveCommand(CLI::App& app);
 Runner AddFp16Command(CLI::App& app);
+// Builds with libcurl only.
+Runner AddPullCommand(CLI::App& app);
 // These build with the HTTP server only.
 Runner AddServeCommand(CLI::App& app);
 Runner AddStartCommand(CLI::App& app);

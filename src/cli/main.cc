@@ -95,6 +95,9 @@ int main(int argc, char** argv) {
   add(mtplx::cli::AddInspectCommand);
   add(mtplx::cli::AddModelsCommand);
   add(mtplx::cli::AddRemoveCommand);
+#ifdef MTPLX_WITH_PULL
+  add(mtplx::cli::AddPullCommand);
+#endif
 #ifdef MTPLX_WITH_SERVER
   add(mtplx::cli::AddServeCommand);
   add(mtplx::cli::AddStartCommand);
