@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "io/checkpoint.h"
+#include "io/model_cache.h"
 #include "io/model_config.h"
 #include "io/runtime_contract.h"
 #include "io/safetensors.h"
@@ -209,7 +210,8 @@ void Print(const Json& j) {
 Runner AddInspectCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "What a model folder holds, without loading it");
   auto f = std::make_shared<InspectFlags>();
-  cmd->add_option("dir", f->dir, "The model folder (default: the bundled model)");
+  cmd->add_option("dir", f->dir,
+                  "The model folder, or ORG/NAME of a cached model (default: the bundled model)");
   cmd->add_option("--context", f->context, "Context length for the memory estimate")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_flag("--json", f->json, "Print it as JSON");
@@ -218,6 +220,11 @@ Runner AddInspectCommand(CLI::App& app) {
       auto dir = DefaultModelDir();
       if (!dir.ok()) return ReportError(dir.status().message());
       f->dir = *dir;
+    }
+    // ORG/NAME of a model in the caches (`mtplx models`), when no such folder exists here.
+    if (!FileExists(f->dir) && f->dir.find('/') != std::string::npos && f->dir.front() != '/' &&
+        f->dir.front() != '.') {
+      if (auto cached = io::FindLocalModel(f->dir); cached.ok()) f->dir = cached->path;
     }
     if (Status s = io::CheckModelFolder(f->dir, /*need_tokenizer=*/false); !s.ok())
       return ReportError(s.message());

@@ -139,6 +139,10 @@ TEST(CliTest, ModelsListsTheCachesAndRemoveStaysInsideThem) {
   EXPECT_NE(sneaky.exit_code, 0);
   EXPECT_NE(sneaky.output.find("is not inside"), std::string::npos) << sneaky.output;
   EXPECT_TRUE(fs::exists(outside + "/config.json"));
+  // inspect takes the cached name too.
+  const Outcome inspected = testing::RunMtplxWithEnv(env, "inspect acme/tiny --json", false);
+  EXPECT_EQ(inspected.exit_code, 0) << inspected.output;
+  EXPECT_NE(inspected.output.find("\"valid\": true"), std::string::npos) << inspected.output;
   // Removing for real.
   const Outcome removed = testing::RunMtplxWithEnv(env, "remove acme/tiny --yes");
   EXPECT_EQ(removed.exit_code, 0) << removed.output;
