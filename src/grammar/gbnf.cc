@@ -9,6 +9,8 @@ namespace {
 
 // Repetitions beyond this are refused: each one becomes rules.
 constexpr int kMaxRepeat = 10000;
+// Parentheses nest at most this deep (the parser and the matcher recurse on them).
+constexpr int kMaxNesting = 128;
 
 class Parser {
  public:
@@ -124,8 +126,11 @@ class Parser {
         alt.push_back(Symbol::Chars({}, true));
       } else if (c == '(') {
         ++pos_;
+        if (++nesting_ > kMaxNesting)
+          return Error(StrCat("parentheses nest deeper than ", kMaxNesting));
         const uint32_t group = b_.FreshRule("group");
         MTPLX_RETURN_IF_ERROR(ParseAlternatives(group, true));
+        --nesting_;
         SkipSpace(true);
         if (Peek() != ')') return Error("expected ')'");
         ++pos_;
@@ -298,6 +303,7 @@ class Parser {
   std::string_view text_;
   GrammarBuilder& b_;
   size_t pos_ = 0;
+  int nesting_ = 0;
 };
 
 }  // namespace

@@ -8,6 +8,9 @@ namespace {
 // Live stacks a state may hold: an ambiguous grammar can multiply them with every character; past
 // this the text is refused (dead) rather than the engine stalled.
 constexpr size_t kMaxStacks = 4096;
+// Rule references entered before a character (nested groups, chains of rules): far beyond any
+// real grammar, and well within the thread's stack.
+constexpr int kMaxExpandDepth = 256;
 }  // namespace
 
 size_t MatchStateHash::operator()(const MatchState& s) const {
@@ -38,7 +41,8 @@ uint32_t Matcher::Next(uint32_t stack) {
   return Push(node.parent, next);
 }
 
-void Matcher::ExpandInto(uint32_t stack, std::vector<uint32_t>& out) {
+void Matcher::ExpandInto(uint32_t stack, std::vector<uint32_t>& out, int depth) {
+  if (depth > kMaxExpandDepth) return;
   if (stack == 0) {
     out.push_back(0);
     return;
@@ -54,17 +58,17 @@ void Matcher::ExpandInto(uint32_t stack, std::vector<uint32_t>& out) {
   const uint32_t after = Next(stack);
   for (uint32_t first : grammar_->alternatives(e.rule)) {
     const uint32_t sub = elements_[first].kind == ElementKind::kEnd ? after : Push(after, first);
-    const std::vector<uint32_t>& expanded = Expand(sub);  // stable: map values never move
+    const std::vector<uint32_t>& expanded = Expand(sub, depth + 1);  // map values never move
     out.insert(out.end(), expanded.begin(), expanded.end());
     if (out.size() > kMaxStacks) return;
   }
 }
 
-const std::vector<uint32_t>& Matcher::Expand(uint32_t stack) {
+const std::vector<uint32_t>& Matcher::Expand(uint32_t stack, int depth) {
   const auto it = expanded_.find(stack);
   if (it != expanded_.end()) return it->second;
   std::vector<uint32_t> out;
-  ExpandInto(stack, out);
+  ExpandInto(stack, out, depth);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return expanded_.emplace(stack, std::move(out)).first->second;

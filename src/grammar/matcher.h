@@ -59,8 +59,10 @@ class Matcher {
   // The stack after the element on top of `stack` has been matched.
   uint32_t Next(uint32_t stack);
   // Every stack `stack` expands to whose top is a character class (or the empty stack).
-  const std::vector<uint32_t>& Expand(uint32_t stack);
-  void ExpandInto(uint32_t stack, std::vector<uint32_t>& out);
+  // `depth`: rule references entered without a character; past kMaxExpandDepth the path is
+  // dropped (a grammar nesting that deep before its first character is refused, not a crash).
+  const std::vector<uint32_t>& Expand(uint32_t stack, int depth = 0);
+  void ExpandInto(uint32_t stack, std::vector<uint32_t>& out, int depth);
   // The expanded stacks after `stack` (top: a class) matches code point c; empty if it does not.
   const std::vector<uint32_t>& Step(uint32_t stack, uint32_t c);
   void AdvanceCodePoint(const MatchState& from, uint32_t c, MatchState& to);

@@ -103,6 +103,24 @@ TEST(GbnfTest, ErrorsNameTheCause) {
   EXPECT_NE(g.status().message().find("line 2"), std::string::npos) << g.status().message();
 }
 
+TEST(GbnfTest, DeepNestingIsRefusedOrBoundedNotACrash) {
+  auto nested = ParseGbnf("root ::= " + std::string(1000, '(') + "\"a\"" + std::string(1000, ')'));
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.status().message().find("nest deeper"), std::string::npos);
+  // A chain of 2,000 rules before the first character: the matcher drops paths past its depth
+  // bound instead of running out of stack.
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 2000; ++i)
+    chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  chain += "r2000 ::= \"a\"\n";
+  auto g = ParseGbnf(chain);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto shared = std::make_shared<const Grammar>(std::move(*g));
+  EXPECT_FALSE(Matches(shared, "a"));
+  auto shallow = Parse("root ::= a\na ::= b\nb ::= \"a\"");
+  EXPECT_TRUE(Matches(shallow, "a"));
+}
+
 TEST(GbnfTest, ToStringRoundTrips) {
   auto g = Parse("root ::= \"a\" [b-d]* x\nx ::= [^\"] | \"\"");
   auto again = ParseGbnf(g->ToString());
