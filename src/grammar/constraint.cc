@@ -140,10 +140,11 @@ void TokenConstraint::MaskLogits(std::span<float> logits) {
       std::min<size_t>(logits.size(), static_cast<size_t>(oracle_->vocabulary().size()));
   constexpr float kNone = -std::numeric_limits<float>::infinity();
   // End tokens have no bytes, so the mask refuses them: keep theirs where the text may end.
-  std::vector<std::pair<int32_t, float>> ends;
+  // (A member buffer: this runs for every verify row, and should not allocate.)
+  end_logits_.clear();
   if (CanEnd())
     for (int32_t id : end_ids_)
-      if (id >= 0 && static_cast<size_t>(id) < n) ends.emplace_back(id, logits[id]);
+      if (id >= 0 && static_cast<size_t>(id) < n) end_logits_.emplace_back(id, logits[id]);
   // Per 64 tokens: all allowed (the common case inside free text) costs a compare, none allowed
   // a fill, and a mix a visit to each refused token only.
   for (size_t w = 0; w * 64 < n; ++w) {
@@ -159,7 +160,7 @@ void TokenConstraint::MaskLogits(std::span<float> logits) {
     for (; refused; refused &= refused - 1) logits[base + __builtin_ctzll(refused)] = kNone;
   }
   for (size_t i = n; i < logits.size(); ++i) logits[i] = kNone;  // ids past the vocabulary
-  for (const auto& [id, value] : ends) logits[id] = value;
+  for (const auto& [id, value] : end_logits_) logits[id] = value;
 }
 
 bool TokenConstraint::Accept(int32_t token) {

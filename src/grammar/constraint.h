@@ -96,8 +96,9 @@ class TokenConstraint {
 
   std::shared_ptr<MaskOracle> oracle_;
   std::vector<int32_t> end_ids_;
-  std::vector<MatchState> history_;           // history_[i]: the state after i tokens
-  std::shared_ptr<const TokenMask> current_;  // the mask of history_.back(), once known
+  std::vector<MatchState> history_;                    // history_[i]: the state after i tokens
+  std::shared_ptr<const TokenMask> current_;           // the mask of history_.back(), once known
+  std::vector<std::pair<int32_t, float>> end_logits_;  // MaskLogits' saved end-token logits
 };
 
 }  // namespace mtplx::grammar
