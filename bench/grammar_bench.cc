@@ -71,7 +71,7 @@ void BM_MaskFirstVisit(benchmark::State& state) {
   const char* prefixes[] = {"", "{\"name\": \"Ada", "{\"name\": \"A\", \"age\": 3"};
   const std::string prefix = prefixes[state.range(0)];
   const std::vector<int32_t> ids = Qwen3()->Encode(prefix, false);
-  uint64_t allowed = 0;
+  uint64_t allowed = 0, checks = 0, ranges = 0;
   for (auto _ : state) {
     state.PauseTiming();
     TokenConstraint c(Schema(), Vocab(), {151645});
@@ -80,8 +80,12 @@ void BM_MaskFirstVisit(benchmark::State& state) {
     const auto& bits = c.Allowed();
     allowed = 0;
     for (uint64_t w : bits) allowed += __builtin_popcountll(w);
+    checks = c.oracle().stats().context_checks;
+    ranges = c.oracle().stats().resumed;
   }
   state.counters["allowed_tokens"] = static_cast<double>(allowed);
+  state.counters["context_checks"] = static_cast<double>(checks);
+  state.counters["resumed"] = static_cast<double>(ranges);
 }
 BENCHMARK(BM_MaskFirstVisit)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 

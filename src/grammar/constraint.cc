@@ -11,6 +11,11 @@ namespace {
 constexpr size_t kMaxCachedMasks = 4096;
 // DFA states kept (256 transitions each, 1 KiB); past this the DFA starts over.
 constexpr size_t kMaxDfaStates = 16384;
+// Frames of a stack whose walk is shared by every stack with the same top frames. One is too
+// few: a repeated group (X* with X ::= a | b) ends its frame after every character, so its
+// tokens would all run on into the context; three hold a string's characters, its repetition
+// and its closing quote.
+constexpr int kCutFrames = 3;
 constexpr int32_t kUnknown = -1;
 constexpr int32_t kDead = -2;
 
@@ -28,6 +33,8 @@ int32_t MaskOracle::Intern(const MatchState& state) {
   if (added) {
     dfa_states_.push_back(state);
     dfa_next_.resize(dfa_next_.size() + 256, kUnknown);
+    const bool hole = std::binary_search(state.stacks.begin(), state.stacks.end(), Matcher::kHole);
+    dfa_hole_.push_back(hole ? (state.stacks.size() == 1 ? 2 : 1) : 0);
   }
   return it->second;
 }
@@ -41,12 +48,16 @@ int32_t MaskOracle::Transition(int32_t from, uint8_t byte) {
   return next;
 }
 
+void MaskOracle::ResetDfaIfFull() {
+  if (dfa_states_.size() <= kMaxDfaStates) return;
+  dfa_states_.clear();
+  dfa_next_.clear();
+  dfa_hole_.clear();
+  dfa_index_.clear();
+}
+
 TokenMask MaskOracle::Compute(const MatchState& state) {
-  if (dfa_states_.size() > kMaxDfaStates) {
-    dfa_states_.clear();
-    dfa_next_.clear();
-    dfa_index_.clear();
-  }
+  ResetDfaIfFull();
   TokenMask bits((vocabulary_->size() + 63) / 64, 0);
   const auto& nodes = vocabulary_->nodes();
   const auto& tokens = vocabulary_->tokens();
@@ -68,6 +79,109 @@ TokenMask MaskOracle::Compute(const MatchState& state) {
   return bits;
 }
 
+MaskOracle::PositionMask MaskOracle::WalkPosition(uint32_t top) {
+  ResetDfaIfFull();
+  ++stats_.positions;
+  PositionMask out;
+  TokenMask bits((vocabulary_->size() + 63) / 64, 0);
+  size_t accepted = 0;
+  const auto& nodes = vocabulary_->nodes();
+  const auto& tokens = vocabulary_->tokens();
+  // The depths on the current path after which the rule may have ended (kHole in the state),
+  // and the path's bytes. A token refused inside the rule may still run on in the context from
+  // any of those depths; a token accepted inside the rule needs no context at all.
+  std::vector<uint32_t> ends;
+  std::vector<uint8_t> path(vocabulary_->max_depth() + 1);
+  const auto resume = [&](uint32_t first, uint32_t last, uint32_t depth) {
+    if (first == last) return;
+    for (uint32_t end : ends)
+      out.resumed.push_back({first, last, static_cast<uint16_t>(end),
+                             static_cast<int16_t>(end < depth ? path[end + 1] : -1)});
+  };
+  MatchState start;
+  start.stacks.push_back(top);
+  walk_[0] = Intern(start);
+  for (uint32_t i = 0; i < nodes.size();) {
+    const Vocabulary::Node& node = nodes[i];
+    ++stats_.nodes_visited;
+    while (!ends.empty() && ends.back() >= node.depth) ends.pop_back();
+    path[node.depth] = node.byte;
+    const int32_t here = Transition(walk_[node.depth - 1], node.byte);
+    if (here == kDead) {  // the subtree's tokens lie contiguously in depth-first order
+      const uint32_t last = node.subtree_end < nodes.size() ? nodes[node.subtree_end].first_token
+                                                            : static_cast<uint32_t>(tokens.size());
+      resume(node.first_token, last, node.depth);
+      i = node.subtree_end;
+      continue;
+    }
+    walk_[node.depth] = here;
+    const uint8_t hole = dfa_hole_[here];
+    if (hole != 0) ends.push_back(node.depth);
+    if (hole == 2) {  // only the end of the rule is left: up to the context
+      resume(node.first_token, node.first_token + node.token_count, node.depth);
+    } else {  // a stack inside the rule is left: accepted whatever the context
+      for (uint32_t t = node.first_token; t < node.first_token + node.token_count; ++t) {
+        Set(bits, tokens[t]);
+        ++accepted;
+      }
+    }
+    ++i;
+  }
+  stats_.resumed += out.resumed.size();
+  // Ids take 32 bits each, the mask one a token: keep the smaller.
+  if (accepted * 32 < static_cast<size_t>(vocabulary_->size())) {
+    for (size_t w = 0; w < bits.size(); ++w)
+      for (uint64_t m = bits[w]; m; m &= m - 1)
+        out.accepted_ids.push_back(static_cast<int32_t>(w * 64 + __builtin_ctzll(m)));
+  } else {
+    out.accepted_bits = std::move(bits);
+  }
+  return out;
+}
+
+const MaskOracle::PositionMask& MaskOracle::Position(uint32_t top) {
+  auto it = positions_.find(top);
+  if (it == positions_.end()) it = positions_.emplace(top, WalkPosition(top)).first;
+  return it->second;
+}
+
+bool MaskOracle::Runs(int32_t from, std::string_view bytes) {
+  for (char b : bytes) {
+    from = Transition(from, static_cast<uint8_t>(b));
+    if (from == kDead) return false;
+  }
+  return true;
+}
+
+TokenMask MaskOracle::Compose(const MatchState& state) {
+  TokenMask bits((vocabulary_->size() + 63) / 64, 0);
+  for (uint32_t stack : state.stacks) {
+    if (stack == 0) continue;  // the grammar may end: no byte follows from here
+    uint32_t below = 0;
+    const uint32_t top = matcher_.Cut(stack, kCutFrames, below);
+    const PositionMask& position = Position(top);  // may restart the DFA
+    if (!position.accepted_bits.empty())
+      for (size_t w = 0; w < bits.size(); ++w) bits[w] |= position.accepted_bits[w];
+    for (int32_t id : position.accepted_ids) Set(bits, id);
+    if (position.resumed.empty()) continue;
+    matcher_.Resume(below, scratch_);
+    if (scratch_.dead()) continue;
+    const int32_t from = Intern(scratch_);
+    const auto& tokens = vocabulary_->tokens();
+    for (const Resumed& r : position.resumed) {
+      const int32_t next = r.next < 0 ? from : Transition(from, static_cast<uint8_t>(r.next));
+      if (next == kDead) continue;
+      for (uint32_t t = r.first; t < r.last; ++t) {
+        const int32_t id = tokens[t];
+        if ((bits[id >> 6] >> (id & 63)) & 1) continue;
+        ++stats_.context_checks;
+        if (r.next < 0 || Runs(next, vocabulary_->bytes(id).substr(r.offset + 1u))) Set(bits, id);
+      }
+    }
+  }
+  return bits;
+}
+
 std::shared_ptr<const TokenMask> MaskOracle::Mask(const MatchState& state) {
   ++stats_.masks;
   auto it = cache_.find(state);
@@ -76,7 +190,9 @@ std::shared_ptr<const TokenMask> MaskOracle::Mask(const MatchState& state) {
     return it->second;
   }
   if (cache_.size() >= kMaxCachedMasks) cache_.clear();  // holders keep their masks alive
-  return cache_.emplace(state, std::make_shared<const TokenMask>(Compute(state))).first->second;
+  // Inside a UTF-8 character the stacks wait on the rest of it: walk (rare, and cached).
+  TokenMask bits = state.partial_left > 0 ? Compute(state) : Compose(state);
+  return cache_.emplace(state, std::make_shared<const TokenMask>(std::move(bits))).first->second;
 }
 
 TokenMask MaskOracle::MaskByScan(const MatchState& state) {

@@ -1,10 +1,17 @@
 // A grammar applied to generation. MaskOracle knows, for a state of the grammar's matcher, which
-// tokens may come next: a bit mask over the model's vocabulary, computed by walking the
-// vocabulary trie from that state and cached by state. One oracle serves every request with the
-// same grammar (agents send the same schemas and tools again and again), so their masks are
-// computed once. TokenConstraint is one generation: the state after each token, kept so that
-// speculative decoding can roll rejected drafts back, and the end-of-generation tokens, allowed
-// exactly when the text so far is a complete sentence of the grammar.
+// tokens may come next: a bit mask over the model's vocabulary, cached by state. A state is a set
+// of stacks, and a token is allowed when it runs from one of them, so the mask is the union of
+// the stacks' masks; and what a token does from a stack mostly depends on the stack's top few
+// frames only. So the vocabulary is walked once for each such top (Position), with the frames
+// below replaced by a hole: tokens that stay inside the top frames are decided there, and only
+// the few that run past their end (a `",` closing a string) are checked against the real stack
+// below. A new state whose tops were seen (the same string rule in another property, the same
+// schema in another request) costs a union and those checks, not a walk of the vocabulary. One
+// oracle serves every request with the same grammar (agents send the same schemas and tools again
+// and again), so their masks are computed once. TokenConstraint is one generation: the state after
+// each token, kept so that speculative decoding can roll rejected drafts back, and the
+// end-of-generation tokens, allowed exactly when the text so far is a complete sentence of the
+// grammar.
 //
 // Neither is thread-safe: the engine uses them from its one decoding thread.
 #pragma once
@@ -43,10 +50,36 @@ class MaskOracle {
     uint64_t masks = 0;       // Mask() calls
     uint64_t cache_hits = 0;  // of those, served from the cache
     uint64_t nodes_visited = 0;
+    uint64_t positions = 0;       // stack tops walked
+    uint64_t resumed = 0;         // token ranges the position walks left to the context
+    uint64_t context_checks = 0;  // tokens checked in a context (once per new state)
   };
   const Stats& stats() const { return stats_; }
 
  private:
+  // Tokens refused inside the top frames that may run on in the context: the tokens
+  // vocabulary().tokens()[first, last) (one subtree of the trie, so they share their first
+  // `offset` + 1 bytes) after the frames ended following `offset` of their bytes; `next` is the
+  // byte after that (-1: the tokens end there), which most contexts refuse at once.
+  struct Resumed {
+    uint32_t first, last;
+    uint16_t offset;
+    int16_t next;
+  };
+  // What the tokens do from the top frames of a stack, whatever lies below them: those accepted
+  // inside those frames (an id list when short, else bits), and those up to the context.
+  struct PositionMask {
+    TokenMask accepted_bits;
+    std::vector<int32_t> accepted_ids;
+    std::vector<Resumed> resumed;
+  };
+  // `top`: a stack cut by Matcher::Cut.
+  const PositionMask& Position(uint32_t top);
+  PositionMask WalkPosition(uint32_t top);
+  // Whether `bytes` may follow from the DFA state `from`.
+  bool Runs(int32_t from, std::string_view bytes);
+  TokenMask Compose(const MatchState& state);
+  void ResetDfaIfFull();
   TokenMask Compute(const MatchState& state);
   // A lazily built DFA over the matcher's states: each state met gets an id and a row of 256
   // byte transitions filled on first use, so walking the trie again through known states is
@@ -57,9 +90,11 @@ class MaskOracle {
   std::shared_ptr<const Vocabulary> vocabulary_;
   Matcher matcher_;
   std::unordered_map<MatchState, std::shared_ptr<const TokenMask>, MatchStateHash> cache_;
+  std::unordered_map<uint32_t, PositionMask> positions_;
   std::vector<int32_t> walk_;  // the trie walk's DFA state at each depth
   std::vector<MatchState> dfa_states_;
   std::vector<int32_t> dfa_next_;  // 256 a state: kUnknown, kDead or the next state's id
+  std::vector<uint8_t> dfa_hole_;  // 1: the state holds Matcher::kHole; 2: and nothing else
   std::unordered_map<MatchState, int32_t, MatchStateHash> dfa_index_;
   MatchState scratch_;
   Stats stats_;

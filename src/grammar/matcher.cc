@@ -22,7 +22,8 @@ size_t MatchStateHash::operator()(const MatchState& s) const {
 
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar)
     : grammar_(std::move(grammar)), elements_(grammar_->elements().data()) {
-  nodes_.push_back({0, 0});
+  nodes_.push_back({0, 0});  // the empty stack
+  nodes_.push_back({0, 0});  // kHole (its pos is never read)
 }
 
 uint32_t Matcher::Push(uint32_t parent, uint32_t pos) {
@@ -43,8 +44,8 @@ uint32_t Matcher::Next(uint32_t stack) {
 
 void Matcher::ExpandInto(uint32_t stack, std::vector<uint32_t>& out, int depth) {
   if (depth > kMaxExpandDepth) return;
-  if (stack == 0) {
-    out.push_back(0);
+  if (stack == 0 || stack == kHole) {
+    out.push_back(stack);
     return;
   }
   const Element& e = elements_[nodes_[stack].pos];
@@ -121,7 +122,7 @@ void Matcher::AdvanceCodePoint(const MatchState& from, uint32_t c, MatchState& t
   to.partial_length = 0;
   to.stacks.clear();
   for (uint32_t stack : from.stacks) {
-    if (stack == 0) continue;
+    if (stack == 0 || stack == kHole) continue;
     const std::vector<uint32_t>& next = Step(stack, c);
     to.stacks.insert(to.stacks.end(), next.begin(), next.end());
   }
@@ -177,9 +178,29 @@ void Matcher::AdvanceByte(const MatchState& from, uint8_t byte, MatchState& to) 
   to.partial_length = length;
   scratch_.clear();
   for (uint32_t stack : from.stacks)
-    if (stack != 0 && grammar_->MatchesAnyIn(elements_[nodes_[stack].pos], lo, hi))
+    if (stack != 0 && stack != kHole &&
+        grammar_->MatchesAnyIn(elements_[nodes_[stack].pos], lo, hi))
       scratch_.push_back(stack);
   to.stacks.assign(scratch_.begin(), scratch_.end());
+}
+
+uint32_t Matcher::Cut(uint32_t stack, int frames, uint32_t& below) {
+  uint32_t top[8];
+  int n = 0;
+  for (; n < frames && n < 8 && stack != 0; ++n) {
+    top[n] = nodes_[stack].pos;
+    stack = nodes_[stack].parent;
+  }
+  below = stack;
+  uint32_t cut = kHole;
+  while (n > 0) cut = Push(cut, top[--n]);
+  return cut;
+}
+
+void Matcher::Resume(uint32_t below, MatchState& to) {
+  to = MatchState{};
+  const std::vector<uint32_t>& stacks = Expand(below);
+  to.stacks.assign(stacks.begin(), stacks.end());
 }
 
 bool Matcher::AdvanceBytes(MatchState& state, std::string_view bytes) {

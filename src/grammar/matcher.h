@@ -50,6 +50,18 @@ class Matcher {
   bool AdvanceBytes(MatchState& state, std::string_view bytes);
   size_t interned_stacks() const { return nodes_.size(); }
 
+  // Context-free views of a stack, for masks that do not depend on what lies below its top
+  // frame. kHole is a stack that stands for "the rule of the frame above has ended; what comes
+  // next depends on the context": it expands to itself and takes no character (like the empty
+  // stack), so a state reached from a Cut stack holds kHole exactly after the text that ended
+  // the frames cut off.
+  static constexpr uint32_t kHole = 1;
+  // The top `frames` frames of `stack` (fewer if it has fewer) copied over kHole; `below` gets
+  // the stack under them.
+  uint32_t Cut(uint32_t stack, int frames, uint32_t& below);
+  // The state after the frames above `below` have ended: `below`, expanded.
+  void Resume(uint32_t below, MatchState& to);
+
  private:
   struct Node {
     uint32_t pos;

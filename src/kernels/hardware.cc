@@ -145,6 +145,12 @@ bool HardwareInfo::Has(const std::string& feature) const {
   return false;
 }
 
+uint64_t LastLevelCacheBytes() {
+  HardwareInfo h;
+  ReadCaches(h);
+  return h.l3_bytes > 0 ? h.l3_bytes : h.l2_bytes;
+}
+
 HardwareInfo DetectHardware() {
   HardwareInfo h;
   ReadFeatures(h);

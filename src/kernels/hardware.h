@@ -29,5 +29,7 @@ struct HardwareInfo {
 };
 
 HardwareInfo DetectHardware();
+// The largest cache cpu0 sees (L3, else L2) from sysfs; 0 when unknown.
+uint64_t LastLevelCacheBytes();
 
 }  // namespace mtplx::kernels

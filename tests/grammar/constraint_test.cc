@@ -84,6 +84,55 @@ TEST(TokenConstraintTest, TrieWalkEqualsScanOnRandomVocabularies) {
   CheckWalks(std::make_shared<const Grammar>(std::move(*gbnf)), v, end_id, 10, 10);
 }
 
+// Tokens that run past the end of the rule they start in (and of the rules around it), empty
+// alternatives, nesting, ambiguity (several stacks at once) and multi-byte characters: the
+// masks composed from per-position walks must equal the scan at every step.
+TEST(TokenConstraintTest, MasksAcrossRuleEndsEqualTheScan) {
+  auto v = RandomVocabulary(3000, 11);
+  const int32_t end_id = v->size() - 1;
+  const char* grammars[] = {
+      "root ::= a b\na ::= \"x\" | \"xy\" | \"\"\nb ::= \"y\" c | \"z\" | \"a\" a\n"
+      "c ::= [a-z]* \" \"?",
+      "root ::= \"[\" (v (\",\" v)*)? \"]\"\nv ::= [0-9]+ | \"\\\"\" [a-zé]* \"\\\"\" | root",
+      "root ::= (\"ab\" | \"a\" \"b\"? | [a-c]+)* \"\\n\"",
+      "root ::= x x x\nx ::= (\"é\" | \"☃\" | \" \")?",
+  };
+  for (const char* text : grammars) {
+    auto g = ParseGbnf(text);
+    ASSERT_TRUE(g.ok()) << text << ": " << g.status().message();
+    CheckWalks(std::make_shared<const Grammar>(std::move(*g)), v, end_id, 12, 25);
+  }
+}
+
+// The walk from a string's characters is shared by every string of the schema: the second
+// property's string walks nothing new.
+TEST(TokenConstraintTest, StatesWithTheSameTopFramesShareTheirWalk) {
+  auto v = RandomVocabulary(2000, 17);
+  auto oracle = std::make_shared<MaskOracle>(
+      Schema(R"({"type": "object", "properties": {"a": {"type": "string"},
+          "b": {"type": "string"}}, "required": ["a", "b"]})"),
+      v);
+  const auto id = [&](const std::string& bytes) {
+    for (int32_t i = 0; i < v->size(); ++i)
+      if (v->bytes(i) == bytes) return i;
+    return -1;
+  };
+  TokenConstraint c(oracle, {0});
+  for (const char* t :
+       {"{", "\"", "a", "\"", ":", "\"", "x", "\"", ",", "\"", "b", "\"", ":", "\"", "x"}) {
+    c.Allowed();
+    if (std::string(t) == "x" && c.accepted() > 10) {
+      const uint64_t walked = oracle->stats().positions;
+      ASSERT_TRUE(c.Accept(id(t)));
+      c.Allowed();
+      EXPECT_EQ(oracle->stats().positions, walked);
+      return;
+    }
+    ASSERT_TRUE(c.Accept(id(t))) << t;
+  }
+  FAIL() << "the document did not reach the second string";
+}
+
 TEST(TokenConstraintTest, RealVocabulary) {
   auto tok = tokenizer::Tokenizer::FromJsonFile(testing::TrainedModelDir() + "/tokenizer.json");
   ASSERT_TRUE(tok.ok()) << tok.status().message();
