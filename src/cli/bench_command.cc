@@ -182,11 +182,10 @@ int RunBenchCommand(BenchFlags f) {
   if (!acceptance.ok()) return ReportError(acceptance.status().message());
   auto prefill = ParsePrefill(f.prefill);
   if (!prefill.ok()) return ReportError(prefill.status().message());
-  if (f.model_dir.empty()) {
-    auto dir = DefaultModelDir();
-    if (!dir.ok()) return ReportError(dir.status().message());
-    f.model_dir = *dir;
-  }
+  auto model = ResolveModelDir(f.model_dir);
+  if (!model.ok()) return ReportError(model.status().message());
+  f.model_dir = model->dir;
+  if (!model->note.empty()) std::fprintf(stderr, "[mtplx] %s\n", model->note.c_str());
   model::LoadOptions load;
   load.threads = f.threads;
   load.show_progress = !f.quiet;

@@ -19,6 +19,10 @@ namespace {
 
 struct ConvertFlags {
   pack::ConvertOptions options;
+  std::string preset;
+  // The options a preset sets, to tell which the user gave explicitly (those win).
+  CLI::Option *bits = nullptr, *group_size = nullptr, *mtp_bits = nullptr,
+              *mtp_group_size = nullptr, *mtp_depth = nullptr, *sampler_flag = nullptr;
   std::string sampler;
   bool json = false;
   bool verify = true;
@@ -62,12 +66,14 @@ Result<std::string> SelfCheck(const std::string& dir, int threads) {
 
 nlohmann::json SummaryJson(const pack::ConvertSummary& s, const pack::ConvertOptions& o) {
   const int mtp_bits = o.mtp_bits == -1 ? o.bits : o.mtp_bits;
+  const int mtp_group_size = o.mtp_group_size == -1 ? o.group_size : o.mtp_group_size;
   return {{"ok", true},
           {"out_dir", s.out_dir},
           {"arch_id", s.arch_id},
           {"bits", o.bits},
           {"group_size", o.group_size},
           {"mtp_bits", s.mtp_tensors ? mtp_bits : 0},
+          {"mtp_group_size", mtp_group_size},
           {"tensors_in", s.tensors_in},
           {"tensors_out", s.tensors_out},
           {"quantized", s.quantized},
@@ -80,7 +86,22 @@ nlohmann::json SummaryJson(const pack::ConvertSummary& s, const pack::ConvertOpt
           {"verified_on", s.verified_on}};
 }
 
+// A preset's settings, under those the user gave explicitly.
+Status ApplyPreset(ConvertFlags& f) {
+  if (f.preset.empty()) return Status::Ok();
+  MTPLX_ASSIGN_OR_RETURN(const pack::ConvertPreset p, pack::FindConvertPreset(f.preset));
+  pack::ConvertOptions& o = f.options;
+  if (f.bits->count() == 0) o.bits = p.bits;
+  if (f.group_size->count() == 0) o.group_size = p.group_size;
+  if (f.mtp_bits->count() == 0) o.mtp_bits = p.mtp_bits;
+  if (f.mtp_group_size->count() == 0) o.mtp_group_size = p.mtp_group_size;
+  if (f.mtp_depth->count() == 0) o.mtp_depth = p.mtp_depth;
+  if (f.sampler_flag->count() == 0) o.sampler = p.sampler;
+  return Status::Ok();
+}
+
 int RunConvert(ConvertFlags f) {
+  if (Status s = ApplyPreset(f); !s.ok()) return ReportError(s.message());
   if (!f.sampler.empty()) {
     auto sampler = pack::ParseSampler(f.sampler);
     if (!sampler.ok()) return ReportError(sampler.status().message());
@@ -116,15 +137,25 @@ Runner AddConvertCommand(CLI::App& app) {
       "convert", "Turn a Hugging Face Qwen 3.5 checkpoint folder into an mtplx model pack");
   cmd->add_option("src_dir", o.src_dir, "Hugging Face checkpoint folder")->required();
   cmd->add_option("out_dir", o.out_dir, "Pack folder to write")->required();
-  cmd->add_option("--bits", o.bits, "MLX affine bits for the trunk (2,3,4,5,6,8); 0 = keep bf16")
-      ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
-  cmd->add_option("--group-size", o.group_size, "Quantization group size (32, 64, 128)")
-      ->check(CLI::IsMember({32, 64, 128}));
-  cmd->add_option("--mtp-bits", o.mtp_bits, "Bits for the MTP head (default: --bits)")
-      ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
-  cmd->add_option("--mtp-depth", o.mtp_depth, "Default MTP draft depth (1-4)")
-      ->check(CLI::Range(1, pack::kMaxMtpDepth));
-  cmd->add_option(
+  cmd->add_option("--preset", f->preset,
+                  "Settings of a reference pack: optimized-speed (6-bit g64 trunk, bf16 MTP, "
+                  "depth 2, sampler 0.6,0.95,20) or moe-a3b (4-bit trunk, 8-bit routers and "
+                  "gates, 4-bit g32 MTP); flags given explicitly win")
+      ->check(CLI::IsMember({"optimized-speed", "moe-a3b"}));
+  f->bits = cmd->add_option("--bits", o.bits,
+                            "MLX affine bits for the trunk (2,3,4,5,6,8); 0 = keep bf16")
+                ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
+  f->group_size =
+      cmd->add_option("--group-size", o.group_size, "Quantization group size (32, 64, 128)")
+          ->check(CLI::IsMember({32, 64, 128}));
+  f->mtp_bits = cmd->add_option("--mtp-bits", o.mtp_bits, "Bits for the MTP head (default: --bits)")
+                    ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
+  f->mtp_group_size = cmd->add_option("--mtp-group-size", o.mtp_group_size,
+                                      "Group size for the MTP head (default: --group-size)")
+                          ->check(CLI::IsMember({32, 64, 128}));
+  f->mtp_depth = cmd->add_option("--mtp-depth", o.mtp_depth, "Default MTP draft depth (1-4)")
+                     ->check(CLI::Range(1, pack::kMaxMtpDepth));
+  f->sampler_flag = cmd->add_option(
       "--sampler", f->sampler,
       "Default sampler T,P,K[,PRESENCE[,FREQUENCY]] (default: generation_config.json, else "
       "0.6,0.95,20; penalties 0)");

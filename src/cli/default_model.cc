@@ -7,6 +7,8 @@
 
 #include "base/file.h"
 #include "base/strings.h"
+#include "io/model_cache.h"
+#include "kernels/hardware.h"
 
 namespace mtplx::cli {
 
@@ -35,6 +37,65 @@ Result<std::string> DefaultModelDir() {
       "no bundled default model found (looked in PREFIX/share/mtplx/models/default beside the "
       "binary and in the source tree); build the project (scripts/setup.sh), install it "
       "(cmake --install build --prefix PREFIX) or pass --model DIR");
+}
+
+namespace {
+
+bool LooksLikeRepoName(const std::string& value) {
+  const size_t slash = value.find('/');
+  return slash != std::string::npos && slash > 0 && slash + 1 < value.size() &&
+         value.find('/', slash + 1) == std::string::npos && value.front() != '.' &&
+         value.front() != '~';
+}
+
+// The FP16 sibling of a folder, or of a cached model by name; empty when there is none.
+std::string Fp16Sibling(const std::string& dir, const std::string& name) {
+  if (!name.empty()) {
+    for (const char* suffix : {"-FP16", "-fp16"})
+      if (auto sibling = io::FindLocalModel(name + suffix); sibling.ok()) return sibling->path;
+  }
+  std::string base = dir;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  for (const char* suffix : {"-fp16", "-FP16"})
+    if (FileExists(JoinPath(base + suffix, "config.json"))) return base + suffix;
+  return "";
+}
+
+}  // namespace
+
+Result<ResolvedModel> ResolveModelDir(const std::string& value, bool fast_bf16) {
+  ResolvedModel out;
+  std::string name;
+  if (value.empty()) {
+    MTPLX_ASSIGN_OR_RETURN(out.dir, DefaultModelDir());
+  } else if (FileExists(value)) {
+    out.dir = value;
+    return out;
+  } else if (LooksLikeRepoName(value)) {
+    auto cached = io::FindLocalModel(value);
+    if (!cached.ok())
+      return NotFound("model " + value + " is not on this machine (download it with `mtplx pull " +
+                      value + "`, or pass a folder)");
+    out.dir = cached->path;
+    name = value;
+  } else {
+    out.dir = value;
+    return out;
+  }
+  if (!fast_bf16) {
+    const std::string sibling = Fp16Sibling(out.dir, name);
+    if (!sibling.empty()) {
+      out.note = "using the FP16 sibling " + sibling +
+                 ": this CPU has no fast bf16 arithmetic (pass --model with a folder to choose)";
+      out.dir = sibling;
+    }
+  }
+  return out;
+}
+
+Result<ResolvedModel> ResolveModelDir(const std::string& value) {
+  static const bool fast_bf16 = kernels::DetectHardware().fast_bf16;
+  return ResolveModelDir(value, fast_bf16);
 }
 
 }  // namespace mtplx::cli

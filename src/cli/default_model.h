@@ -11,4 +11,21 @@ namespace mtplx::cli {
 // model the build prepared, else models/default next to the executable's folder.
 Result<std::string> DefaultModelDir();
 
+// The folder a `--model` value names, and a line for the user when it was routed:
+// - empty: the bundled default model;
+// - an existing folder: that folder, always (an explicit folder is never rerouted);
+// - ORG/NAME: the model of that name in the caches (`mtplx models`); a name that is not there is
+//   an error that suggests `mtplx pull`;
+// - anything else is returned as given (loading it names what is missing).
+// A model chosen by name (or the default) is rerouted to its FP16 sibling (NAME-FP16 in the
+// caches, DIR-fp16 beside a folder; as `mtplx fp16` writes them) when this CPU has no fast bf16
+// and the sibling exists (MTPLX_KERNELS=avx2 makes this machine stand for such a CPU).
+struct ResolvedModel {
+  std::string dir;
+  std::string note;  // why another folder than the one named is used; empty if none
+};
+Result<ResolvedModel> ResolveModelDir(const std::string& value);
+// The same with a CPU said to have fast bf16 or not (for tests).
+Result<ResolvedModel> ResolveModelDir(const std::string& value, bool fast_bf16);
+
 }  // namespace mtplx::cli

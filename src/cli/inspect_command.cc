@@ -216,16 +216,11 @@ Runner AddInspectCommand(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_flag("--json", f->json, "Print it as JSON");
   return [f] {
-    if (f->dir.empty()) {
-      auto dir = DefaultModelDir();
-      if (!dir.ok()) return ReportError(dir.status().message());
-      f->dir = *dir;
-    }
-    // ORG/NAME of a model in the caches (`mtplx models`), when no such folder exists here.
-    if (!FileExists(f->dir) && f->dir.find('/') != std::string::npos && f->dir.front() != '/' &&
-        f->dir.front() != '.') {
-      if (auto cached = io::FindLocalModel(f->dir); cached.ok()) f->dir = cached->path;
-    }
+    // A folder, ORG/NAME of a model in the caches (`mtplx models`), or the bundled model.
+    auto model = ResolveModelDir(f->dir);
+    if (!model.ok()) return ReportError(model.status().message());
+    f->dir = model->dir;
+    if (!model->note.empty()) std::fprintf(stderr, "[mtplx] %s\n", model->note.c_str());
     if (Status s = io::CheckModelFolder(f->dir, /*need_tokenizer=*/false); !s.ok())
       return ReportError(s.message());
     std::string error;

@@ -127,12 +127,10 @@ void Drain(server::Server& server, const engine::Engine& engine, double seconds)
 
 int RunServe(const ServeFlags& f) {
   engine::EngineOptions options;
-  options.model_dir = f.model_dir;
-  if (options.model_dir.empty()) {
-    auto dir = DefaultModelDir();
-    if (!dir.ok()) return ReportError(dir.status().message());
-    options.model_dir = *dir;
-  }
+  auto model = ResolveModelDir(f.model_dir);
+  if (!model.ok()) return ReportError(model.status().message());
+  options.model_dir = model->dir;
+  if (!model->note.empty()) std::fprintf(stderr, "[mtplx] %s\n", model->note.c_str());
   auto key = ReadApiKey(f);
   if (!key.ok()) return ReportError(key.status().message());
   server::ServerOptions s;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "base/file.h"
 #include "base/strings.h"
@@ -103,9 +104,9 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   std::unique_ptr<Session> s(new Session());
   s->flags_ = flags;
   MTPLX_ASSIGN_OR_RETURN(s->grammar_, LoadGrammar(flags));
-  if (s->flags_.model_dir.empty()) {
-    MTPLX_ASSIGN_OR_RETURN(s->flags_.model_dir, DefaultModelDir());
-  }
+  MTPLX_ASSIGN_OR_RETURN(const ResolvedModel model, ResolveModelDir(s->flags_.model_dir));
+  s->flags_.model_dir = model.dir;
+  if (!model.note.empty()) std::fprintf(stderr, "[mtplx] %s\n", model.note.c_str());
   engine::EngineOptions options;
   options.model_dir = s->flags_.model_dir;
   options.load.threads = flags.threads;

@@ -27,10 +27,8 @@ struct TokenizeFlags {
 Result<tokenizer::Tokenizer> LoadTokenizer(const TokenizeFlags& f) {
   std::string path = f.tokenizer_file;
   if (path.empty()) {
-    std::string dir = f.model_dir;
-    if (dir.empty()) {
-      MTPLX_ASSIGN_OR_RETURN(dir, DefaultModelDir());
-    }
+    MTPLX_ASSIGN_OR_RETURN(const ResolvedModel model, ResolveModelDir(f.model_dir));
+    const std::string& dir = model.dir;
     path = JoinPath(dir, "tokenizer.json");
   }
   if (!FileExists(path))

@@ -81,11 +81,10 @@ void PrintTable(const engine::TuneReport& report) {
 int RunTune(TuneFlags f) {
   auto depths = ParseDepths(f.depths);
   if (!depths.ok()) return ReportError(depths.status().message());
-  if (f.model_dir.empty()) {
-    auto dir = DefaultModelDir();
-    if (!dir.ok()) return ReportError(dir.status().message());
-    f.model_dir = *dir;
-  }
+  auto model = ResolveModelDir(f.model_dir);
+  if (!model.ok()) return ReportError(model.status().message());
+  f.model_dir = model->dir;
+  if (!model->note.empty()) std::fprintf(stderr, "[mtplx] %s\n", model->note.c_str());
   auto key = TuningKeyFor(f.model_dir, f.threads);
   if (!key.ok()) return ReportError(key.status().message());
   const std::string store = io::TuningStorePath();

@@ -105,7 +105,9 @@ void ReadFeatures(HardwareInfo& h) {
       {"amx-int8", amx_int8},
       {"amx-bf16", amx_bf16},
   };
-  h.fast_bf16 = h.Has("avx512bf16") || h.Has("amx-bf16");
+  // Capped below AVX-512 (MTPLX_KERNELS), this machine stands for one without bf16 instructions.
+  h.fast_bf16 = (h.Has("avx512bf16") || h.Has("amx-bf16")) &&
+                KernelCapFromEnvironment() >= KernelCap::kAvx512;
 #elif defined(__aarch64__)
   h.arch = "aarch64";
   const unsigned long hw = getauxval(AT_HWCAP);

@@ -32,12 +32,17 @@ constexpr const char* kCopiedFiles[] = {"tokenizer.json", "tokenizer_config.json
                                         "chat_template.jinja", "generation_config.json",
                                         "special_tokens_map.json"};
 
+int MtpGroupSize(const ConvertOptions& o) {
+  return o.mtp_group_size == -1 ? o.group_size : o.mtp_group_size;
+}
+
 Status CheckOptions(const ConvertOptions& o) {
   if (o.src_dir.empty() || o.out_dir.empty())
     return InvalidArgument("convert needs a source folder and an output folder");
   MTPLX_RETURN_IF_ERROR(CheckQuantOptions(o.bits, o.group_size));
-  if (o.mtp_bits != -1)
-    MTPLX_RETURN_IF_ERROR(CheckQuantOptions(o.mtp_bits, o.group_size, "--mtp-bits"));
+  if (o.mtp_bits != -1 || o.mtp_group_size != -1)
+    MTPLX_RETURN_IF_ERROR(CheckQuantOptions(o.mtp_bits == -1 ? o.bits : o.mtp_bits, MtpGroupSize(o),
+                                            "--mtp-bits", "--mtp-group-size"));
   if (o.mtp_depth < 1 || o.mtp_depth > kMaxMtpDepth)
     return InvalidArgument(StrCat("--mtp-depth ", o.mtp_depth, " is not in 1..", kMaxMtpDepth));
   // With --force the destination is deleted: it must not be (or hold) the source.
@@ -95,7 +100,7 @@ Json PackConfig(Json config, const ConvertOptions& o, int mtp_bits, const Conver
       config["mtplx_mtp_norm_encoding"] = "delta";
     if (mtp_bits > 0)
       config["mtplx_mtp_quantization"] = {
-          {"bits", mtp_bits}, {"group_size", o.group_size}, {"mode", "affine"}};
+          {"bits", mtp_bits}, {"group_size", MtpGroupSize(o)}, {"mode", "affine"}};
   }
   return config;
 }
@@ -132,7 +137,7 @@ Result<ConvertPlan> WriteWeights(const ConvertOptions& o, const io::ModelConfig&
   summary.tensors_in = static_cast<int64_t>(checkpoint->Names().size());
   MTPLX_ASSIGN_OR_RETURN(
       ConvertPlan plan,
-      BuildConvertPlan(config, *checkpoint, {o.bits, o.group_size}, {mtp_bits, o.group_size}));
+      BuildConvertPlan(config, *checkpoint, {o.bits, o.group_size}, {mtp_bits, MtpGroupSize(o)}));
   uint64_t total = 0;
   for (const auto* list : {&plan.trunk, &plan.mtp})
     for (const PlannedTensor& t : *list) total += t.Bytes();
@@ -219,7 +224,7 @@ RuntimeInfo Runtime(const ConvertOptions& o, const io::ModelConfig& config, cons
   info.bits = o.bits;
   info.group_size = o.group_size;
   info.mtp_bits = info.has_mtp ? mtp_bits : 0;
-  info.mtp_group_size = o.group_size;
+  info.mtp_group_size = MtpGroupSize(o);
   info.precision_variant = plan.source_dtype;
   info.source_name = FolderName(o.src_dir);
   return info;
@@ -244,6 +249,23 @@ uint64_t FolderBytes(const std::string& dir, bool safetensors_only) {
 }
 
 }  // namespace
+
+const std::vector<ConvertPreset>& ConvertPresets() {
+  static const std::vector<ConvertPreset> presets = {
+      {"optimized-speed", 6, 64, 0, 64, 2, SamplerDefaults{}},
+      {"moe-a3b", 4, 64, 4, 32, 2, SamplerDefaults{}},
+  };
+  return presets;
+}
+
+Result<ConvertPreset> FindConvertPreset(const std::string& name) {
+  std::string known;
+  for (const ConvertPreset& p : ConvertPresets()) {
+    if (name == p.name) return p;
+    known += known.empty() ? p.name : StrCat(", ", p.name);
+  }
+  return InvalidArgument(StrCat("unknown --preset '", name, "' (there are: ", known, ")"));
+}
 
 Result<SamplerDefaults> ParseSampler(const std::string& text) {
   const std::vector<std::string> parts = StrSplit(text, ',');

@@ -24,6 +24,7 @@ struct ConvertOptions {
   int bits = 0;  // 0: keep the source dtype; else MLX affine bits 2, 3, 4, 5, 6, 8
   int group_size = 64;
   int mtp_bits = -1;                       // -1: same as bits
+  int mtp_group_size = -1;                 // -1: same as group_size
   int mtp_depth = 2;                       // mtp_depth_default, 1..kMaxMtpDepth
   std::optional<SamplerDefaults> sampler;  // else the source's generation defaults
   bool force = false;                      // replace a non-empty out_dir
@@ -51,6 +52,19 @@ struct ConvertSummary {
 };
 
 Result<ConvertSummary> ConvertCheckpoint(const ConvertOptions& options);
+
+// The settings that reproduce a reference pack, for `convert --preset NAME` (each flag the user
+// gives explicitly still wins):
+//   optimized-speed  6-bit g64 trunk, bf16 MTP head, depth 2, sampler 0.6 / 0.95 / 20
+//   moe-a3b          4-bit g64 trunk (MoE routers and shared-expert gates 8-bit by rule),
+//                    4-bit g32 MTP head and experts, depth 2, sampler 0.6 / 0.95 / 20
+struct ConvertPreset {
+  const char* name;
+  int bits, group_size, mtp_bits, mtp_group_size, mtp_depth;
+  SamplerDefaults sampler;
+};
+const std::vector<ConvertPreset>& ConvertPresets();
+Result<ConvertPreset> FindConvertPreset(const std::string& name);
 
 // Parses "T,P,K" (e.g. "0.6,0.95,20").
 Result<SamplerDefaults> ParseSampler(const std::string& text);

@@ -151,6 +151,32 @@ TEST(CliTest, ModelsListsTheCachesAndRemoveStaysInsideThem) {
   EXPECT_TRUE(fs::exists(root + "/home/models/me--pack/config.json"));
 }
 
+// --model ORG/NAME runs a cached model; on a CPU without fast bf16 (this one capped to AVX2
+// stands for it) a model chosen by name goes to its FP16 sibling, a folder never does; a name
+// that is not cached suggests `mtplx pull`.
+TEST(CliTest, ModelsByNameAndTheFp16Sibling) {
+  const std::string root = FakeCaches();
+  const std::string env = "HF_HUB_CACHE='" + root + "/hub' MTPLX_HOME='" + root + "/home'";
+  const Outcome fp16 =
+      Mtplx("fp16 '" + testing::TrainedModelDir() + "' '" + root + "/home/models/acme--tiny-FP16'");
+  ASSERT_EQ(fp16.exit_code, 0) << fp16.output;
+  const Outcome named = testing::RunMtplxWithEnv(env, "run hi --max-tokens 2 --model acme/tiny");
+  EXPECT_EQ(named.exit_code, 0) << named.output;
+  const Outcome routed = testing::RunMtplxWithEnv(env + " MTPLX_KERNELS=avx2",
+                                                  "run hi --max-tokens 2 --model acme/tiny");
+  EXPECT_EQ(routed.exit_code, 0) << routed.output;
+  EXPECT_NE(routed.output.find("using the FP16 sibling"), std::string::npos) << routed.output;
+  EXPECT_NE(routed.output.find("acme--tiny-FP16"), std::string::npos) << routed.output;
+  const Outcome folder = testing::RunMtplxWithEnv(
+      env + " MTPLX_KERNELS=avx2",
+      "run hi --max-tokens 2 --model '" + root + "/hub/models--acme--tiny/snapshots/abc123'");
+  EXPECT_EQ(folder.exit_code, 0) << folder.output;
+  EXPECT_EQ(folder.output.find("FP16 sibling"), std::string::npos) << folder.output;
+  const Outcome missing = testing::RunMtplxWithEnv(env, "run hi --model nobody/nothing");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.output.find("mtplx pull nobody/nothing"), std::string::npos) << missing.output;
+}
+
 TEST(CliTest, RunOnTheDefaultModelPrintsTextAndStats) {
   const Outcome o = Mtplx("run \"Write a haiku about autumn\" --max-tokens 12 --seed 1");
   EXPECT_EQ(o.exit_code, 0) << o.output;

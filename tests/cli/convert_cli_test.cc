@@ -118,6 +118,31 @@ TEST(ConvertCliTest, ExistingOutputNeedsForceAndQuantizedPacksRun) {
   EXPECT_EQ(nlohmann::json::parse(run.output)["token_ids"].size(), 6u);
 }
 
+// --preset sets what the user did not: moe-a3b on a MoE checkpoint gives a 4-bit trunk and a
+// 4-bit g32 MTP head at depth 2; an explicit --mtp-depth still wins; the pack runs.
+TEST(ConvertCliTest, PresetsAndExplicitFlags) {
+  const std::string src = testing::SyntheticModel("moe-tiny", "hf");
+  const std::string out = testing::MakeTempDir("mtplx-convert-preset") + "/pack";
+  const Outcome made =
+      Mtplx("convert " + src + " " + out + " --preset moe-a3b --mtp-depth 3 --json", false);
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const auto summary = nlohmann::json::parse(made.output);
+  EXPECT_EQ(summary["bits"], 4);
+  EXPECT_EQ(summary["group_size"], 64);
+  EXPECT_EQ(summary["mtp_bits"], 4);
+  EXPECT_EQ(summary["mtp_group_size"], 32);
+  const Result<std::string> runtime_text = ReadTextFile(out + "/mtplx_runtime.json");
+  ASSERT_TRUE(runtime_text.ok());
+  const auto runtime = nlohmann::json::parse(*runtime_text);
+  EXPECT_EQ(runtime["mtp_depth_default"], 3);
+  EXPECT_EQ(runtime["mtp_contract"]["mtp_quant_group_size"], 32);
+  const Outcome run = Mtplx("run hi --max-tokens 4 --json --model " + out, false);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  const Outcome unknown = Mtplx("convert " + src + " " + out + "2 --preset fastest");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.output.find("optimized-speed"), std::string::npos) << unknown.output;
+}
+
 TEST(ConvertCliTest, BadFlagsAndSourcesAreReported) {
   const std::string out = testing::MakeTempDir("mtplx-convert-cli") + "/pack";
   const std::string src = testing::SyntheticModel("dense-tiny", "hf");

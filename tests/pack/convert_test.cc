@@ -19,6 +19,7 @@
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "model/model.h"
+#include "pack/quant_policy.h"
 #include "support/synthetic_model.h"
 #include "support/test_support.h"
 #include "synth/synth.h"
@@ -334,6 +335,57 @@ TEST(ConvertTest, MtpBitsMayDifferFromTheTrunk) {
     EXPECT_EQ(runtime["mtp_contract"]["mtp_quant_bits"], mtp_bits);
     const Outputs out = RunTokens(*pack);
     for (float v : out.mtp_logits) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
+// `convert --preset`: the settings of the reference packs, on synthetic checkpoints of their
+// kind: the layout each one promises, the contract's defaults, and logits near the source's.
+TEST(ConvertTest, PresetsReproduceTheReferencePacks) {
+  for (const auto& [preset_name, model_preset] :
+       {std::pair{"optimized-speed", "dense-tiny"}, std::pair{"moe-a3b", "moe-tiny"}}) {
+    SCOPED_TRACE(preset_name);
+    auto preset = FindConvertPreset(preset_name);
+    ASSERT_TRUE(preset.ok());
+    const std::string src = testing::SyntheticModel(model_preset, "hf");
+    ConvertOptions o = Options(src, preset->bits, preset->group_size);
+    o.mtp_bits = preset->mtp_bits;
+    o.mtp_group_size = preset->mtp_group_size;
+    o.mtp_depth = preset->mtp_depth;
+    o.sampler = preset->sampler;
+    auto summary = ConvertCheckpoint(o);
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    auto source = Load(src);
+    auto pack = Load(o.out_dir);
+    ASSERT_TRUE(source && pack && pack->has_mtp());
+    const model::ModelWeights& w = pack->weights();
+    EXPECT_EQ(w.embed.quant.bits, preset->bits);
+    EXPECT_EQ(w.embed.quant.group_size, 64);
+    const Matrix& fc = w.mtp.fc;
+    EXPECT_EQ(fc.quantized, preset->mtp_bits > 0);
+    if (preset->mtp_bits > 0) {
+      EXPECT_EQ(fc.quant.bits, preset->mtp_bits);
+      EXPECT_EQ(fc.quant.group_size, preset->mtp_group_size);
+    }
+    for (const model::LayerWeights& layer : w.layers) {
+      if (!layer.is_moe) continue;
+      EXPECT_EQ(layer.moe.router.quant.bits, kGateBits);  // routing keeps 8 bits
+      EXPECT_EQ(layer.moe.experts[0].gate.quant.bits, preset->bits);
+    }
+    if (w.mtp.layer.is_moe) {
+      EXPECT_EQ(w.mtp.layer.moe.router.quant.bits, kGateBits);
+      EXPECT_EQ(w.mtp.layer.moe.experts[0].gate.quant.group_size, preset->mtp_group_size);
+    }
+    const Json runtime = ReadJson(o.out_dir + "/mtplx_runtime.json");
+    EXPECT_EQ(runtime["mtp_depth_default"], 2);
+    EXPECT_EQ(runtime["sampler"]["temperature"], 0.6);
+    EXPECT_EQ(runtime["sampler"]["top_k"], 20);
+    EXPECT_EQ(runtime["mtp_contract"]["mtp_quant_bits"], preset->mtp_bits);
+    const Outputs a = RunTokens(*source), b = RunTokens(*pack);
+    for (float v : b.mtp_logits) ASSERT_TRUE(std::isfinite(v));
+    // Uniform random weights amplify rounding layer after layer (see
+    // QuantizedPacksStayCloseToTheSource): 6 bits stay close, 4 bits correlated.
+    const Closeness c = Compare(a.logits, b.logits, source->config().vocab_size);
+    EXPECT_GT(c.mean_cos, preset->bits >= 6 ? 0.8 : 0.2);
   }
 }
 
