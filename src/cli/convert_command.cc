@@ -10,6 +10,7 @@
 
 #include "base/strings.h"
 #include "cli/commands.h"
+#include "cli/default_model.h"
 #include "io/generation_config.h"
 #include "model/model.h"
 #include "pack/convert.h"
@@ -102,6 +103,9 @@ Status ApplyPreset(ConvertFlags& f) {
 
 int RunConvert(ConvertFlags f) {
   if (Status s = ApplyPreset(f); !s.ok()) return ReportError(s.message());
+  auto source = FindModelDir(f.options.src_dir);
+  if (!source.ok()) return ReportError(source.status().message());
+  f.options.src_dir = *source;
   if (!f.sampler.empty()) {
     auto sampler = pack::ParseSampler(f.sampler);
     if (!sampler.ok()) return ReportError(sampler.status().message());
@@ -135,7 +139,8 @@ Runner AddConvertCommand(CLI::App& app) {
   pack::ConvertOptions& o = f->options;
   CLI::App* cmd = app.add_subcommand(
       "convert", "Turn a Hugging Face Qwen 3.5 checkpoint folder into an mtplx model pack");
-  cmd->add_option("src_dir", o.src_dir, "Hugging Face checkpoint folder")->required();
+  cmd->add_option("src_dir", o.src_dir, "Hugging Face checkpoint folder (or a cached ORG/NAME)")
+      ->required();
   cmd->add_option("out_dir", o.out_dir, "Pack folder to write")->required();
   cmd->add_option("--preset", f->preset,
                   "Settings of a reference pack: optimized-speed (6-bit g64 trunk, bf16 MTP, "

@@ -93,6 +93,12 @@ Result<ResolvedModel> ResolveModelDir(const std::string& value, bool fast_bf16) 
   return out;
 }
 
+Result<std::string> FindModelDir(const std::string& value) {
+  if (value.empty() || FileExists(value) || !LooksLikeRepoName(value)) return value;
+  MTPLX_ASSIGN_OR_RETURN(const ResolvedModel model, ResolveModelDir(value, /*fast_bf16=*/true));
+  return model.dir;
+}
+
 Result<ResolvedModel> ResolveModelDir(const std::string& value) {
   static const bool fast_bf16 = kernels::DetectHardware().fast_bf16;
   return ResolveModelDir(value, fast_bf16);

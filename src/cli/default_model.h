@@ -25,6 +25,9 @@ struct ResolvedModel {
   std::string note;  // why another folder than the one named is used; empty if none
 };
 Result<ResolvedModel> ResolveModelDir(const std::string& value);
+// A folder as given, or ORG/NAME of a cached model, never rerouted (for commands that read a
+// model as their source: convert, fp16).
+Result<std::string> FindModelDir(const std::string& value);
 // The same with a CPU said to have fast bf16 or not (for tests).
 Result<ResolvedModel> ResolveModelDir(const std::string& value, bool fast_bf16);
 

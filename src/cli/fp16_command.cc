@@ -6,6 +6,7 @@
 
 #include "base/strings.h"
 #include "cli/commands.h"
+#include "cli/default_model.h"
 #include "pack/fp16.h"
 
 namespace mtplx::cli {
@@ -14,12 +15,16 @@ Runner AddFp16Command(CLI::App& app) {
   auto* cmd = app.add_subcommand("fp16", "Write an FP16 sibling of a pack (for CPUs without bf16)");
   auto o = std::make_shared<pack::Fp16Options>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("source", o->source_dir, "The pack to convert")->required();
+  cmd->add_option("source", o->source_dir, "The pack to convert (a folder or a cached ORG/NAME)")
+      ->required();
   cmd->add_option("output", o->output_dir, "Where the FP16 pack goes")->required();
   cmd->add_flag("--force", o->replace, "Replace OUT if it exists");
   cmd->add_flag("--json", *json, "Print the summary as JSON");
   return [o, json] {
     o->progress = !*json;
+    auto source = FindModelDir(o->source_dir);
+    if (!source.ok()) return ReportError(source.status().message());
+    o->source_dir = *source;
     auto summary = pack::MakeFp16Sibling(*o);
     if (!summary.ok()) return ReportError(summary.status().message());
     if (*json) {

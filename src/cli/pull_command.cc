@@ -48,7 +48,7 @@ Runner AddPullCommand(CLI::App& app) {
     if (r->mtp_tensors > 0)
       std::printf(
           "  MTP head: %lld tensors, so it speculates. Run it: mtplx run \"hi\" --model %s\n",
-          static_cast<long long>(r->mtp_tensors), r->snapshot_dir.c_str());
+          static_cast<long long>(r->mtp_tensors), o->repo.c_str());
     else
       std::printf("  No MTP tensors: this model runs without speculation (plain decoding).\n");
     return 0;

@@ -27,6 +27,11 @@ REPOS = {
     "acme/private": FILES,
     "acme/nomtp": [f for f in FILES if f not in ("mtp.safetensors", "mtplx_runtime.json")],
 }
+SOURCES = {}  # repo -> the folder its files come from (default: the bundled model)
+
+
+def source(repo):
+    return pathlib.Path(SOURCES.get(repo, MODEL))
 
 
 class Hub(http.server.ThreadingHTTPServer):
@@ -65,7 +70,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         name = "/".join(parts[4:])
         if name not in REPOS[repo]:
             return self.send_json(404, {"error": "Entry not found"})
-        data = (MODEL / name).read_bytes()
+        data = (source(repo) / name).read_bytes()
         start = 0
         if self.headers.get("Range"):
             start = int(self.headers["Range"].split("=")[1].split("-")[0])
@@ -100,7 +105,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if name == "model.gguf":
                 siblings.append({"rfilename": name, "size": 10, "blobId": "ab" * 20})
                 continue
-            data = (MODEL / name).read_bytes()
+            data = (source(repo) / name).read_bytes()
             entry = {"rfilename": name, "size": len(data),
                      "blobId": hashlib.sha1(data).hexdigest()}
             if name.endswith(".safetensors"):
