@@ -37,30 +37,54 @@ void ProgressBar::Finish() {
   Draw(true);
 }
 
+namespace {
+
+// "45s", "3m05s", "2h10m".
+std::string Duration(double seconds) {
+  const long s = seconds < 0 ? 0 : static_cast<long>(seconds + 0.5);
+  char text[32];
+  if (s < 60)
+    std::snprintf(text, sizeof text, "%lds", s);
+  else if (s < 3600)
+    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, s % 3600 / 60);
+  return text;
+}
+
+}  // namespace
+
 void ProgressBar::Draw(bool final) {
   if (!enabled_) return;
   const double fraction = total_ ? static_cast<double>(done_) / static_cast<double>(total_) : 1.0;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   auto amount = [&](uint64_t v) { return unit_ == "B" ? HumanBytes(v) : StrCat(v, " ", unit_); };
+  const double rate = seconds > 0 ? static_cast<double>(done_) / seconds : 0.0;
+  // Speed and time left once there is a rate to tell them from; the elapsed time at the end.
+  std::string timing;
+  if (final || done_ >= total_) {
+    timing = StrCat(", ", Duration(seconds));
+  } else if (rate > 0 && seconds >= 0.5) {
+    timing = StrCat(", ", amount(static_cast<uint64_t>(rate)), "/s, ",
+                    Duration(static_cast<double>(total_ - done_) / rate), " left");
+  }
   if (!tty_) {
     // Non-interactive output: one line per 10% so logs stay readable.
     const int decile = static_cast<int>(fraction * 10.0);
     if (decile == last_decile_ && !final) return;
     if (final && last_decile_ == 10) return;
     last_decile_ = decile;
-    std::fprintf(stderr, "[mtplx] %s: %3.0f%% (%s of %s, %.1fs)\n", label_.c_str(), fraction * 100,
-                 amount(done_).c_str(), amount(total_).c_str(), seconds);
+    std::fprintf(stderr, "[mtplx] %s: %3.0f%% (%s of %s%s)\n", label_.c_str(), fraction * 100,
+                 amount(done_).c_str(), amount(total_).c_str(), timing.c_str());
     return;
   }
   constexpr int kWidth = 30;
   const int filled = static_cast<int>(fraction * kWidth);
   std::string bar(filled, '#');
   bar.append(kWidth - filled, '.');
-  const double rate = seconds > 0 ? static_cast<double>(done_) / seconds : 0.0;
-  std::fprintf(stderr, "\r[mtplx] %s [%s] %3.0f%% %s/%s %s/s   ", label_.c_str(), bar.c_str(),
-               fraction * 100, amount(done_).c_str(), amount(total_).c_str(),
-               amount(static_cast<uint64_t>(rate)).c_str());
+  std::fprintf(stderr, "\r[mtplx] %s [%s] %3.0f%% %s/%s%s   ", label_.c_str(), bar.c_str(),
+               fraction * 100, amount(done_).c_str(), amount(total_).c_str(), timing.c_str());
   if (final) std::fputc('\n', stderr);
   std::fflush(stderr);
 }
