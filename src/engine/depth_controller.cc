@@ -76,10 +76,17 @@ void DepthController::Observe(int depth, int accepted) {
 
 std::vector<double> EstimateCycleCosts(double draft_bytes_ratio, bool weights_stream,
                                        int max_depth) {
-  const double row = weights_stream ? 0.06 : 0.3;
+  // Streamed weights: a verify of several rows costs a fixed part over a plain step (the second
+  // row's arithmetic and the per-row work outside the matrices) and little per row after that;
+  // each draft costs its bytes. Fitted on the x8 widened model, 2 threads (docs/performance.md):
+  // T(1..4) measured 1.17, 1.24-1.32, 1.30-1.32, 1.33-1.47 against 1.16, 1.26, 1.37, 1.47 here.
+  // In cache every row costs about a third of a step in arithmetic.
+  const double first_row = weights_stream ? 0.06 : 0.3;
+  const double row = weights_stream ? 0.01 : 0.3;
   const double draft = draft_bytes_ratio * (weights_stream ? 1.0 : 1.2) + 0.01;
   std::vector<double> costs;
-  for (int d = 0; d <= max_depth; ++d) costs.push_back(1.0 + d * (row + draft));
+  for (int d = 0; d <= max_depth; ++d)
+    costs.push_back(d == 0 ? 1.0 : 1.0 + first_row + (d - 1) * row + d * draft);
   return costs;
 }
 
