@@ -67,8 +67,12 @@ def main():
              progress=True, summary="wrote")
         step("fp16", "fp16", "me/tiny-q8", str(packs / "me--tiny-q8-FP16"), progress=True,
              summary="Wrote")
-        step("tune", "tune", "--model", "me/tiny-q8", "--depths", "1", "--max-tokens", "48",
-             progress=True, summary="Best for this machine")
+        # The verdict depends on the machine (a tiny model on a CPU without AVX-512 may decode
+        # faster without drafting); either way it is said and stored.
+        tuned = step("tune", "tune", "--model", "me/tiny-q8", "--depths", "1", "--max-tokens",
+                     "48", progress=True, summary="Stored in")
+        check("Best for this machine" in tuned.stdout or "No MTP depth beat" in tuned.stdout,
+              f"tune: no verdict in: {tuned.stdout}")
         run = step("run", "run", "def add(a, b):", "--raw", "--model", "me/tiny-q8",
                    "--max-tokens", "16", summary="tok/s=")
         check(len(run.stdout.strip()) > 0, "run printed no text")
