@@ -184,8 +184,7 @@ int RunBenchCommand(BenchFlags f) {
   if (!prefill.ok()) return ReportError(prefill.status().message());
   auto model = ResolveModelDir(f.model_dir);
   if (!model.ok()) return ReportError(model.status().message());
-  f.model_dir = model->dir;
-  if (!model->note.empty()) std::fprintf(stderr, "[mtplx] %s\n", model->note.c_str());
+  f.model_dir = *model;
   model::LoadOptions load;
   load.threads = f.threads;
   load.show_progress = !f.quiet;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -61,47 +62,39 @@ std::string Fp16Sibling(const std::string& dir, const std::string& name) {
   return "";
 }
 
-}  // namespace
-
-Result<ResolvedModel> ResolveModelDir(const std::string& value, bool fast_bf16) {
-  ResolvedModel out;
-  std::string name;
+// `route`: go to an FP16 sibling when this CPU has no fast bf16.
+Result<std::string> Resolve(const std::string& value, bool route) {
+  std::string dir, name;
   if (value.empty()) {
-    MTPLX_ASSIGN_OR_RETURN(out.dir, DefaultModelDir());
-  } else if (FileExists(value)) {
-    out.dir = value;
-    return out;
-  } else if (LooksLikeRepoName(value)) {
+    MTPLX_ASSIGN_OR_RETURN(dir, DefaultModelDir());
+  } else if (FileExists(value) || !LooksLikeRepoName(value)) {
+    return value;  // a folder, or a path whose loading will name what is missing
+  } else {
     auto cached = io::FindLocalModel(value);
     if (!cached.ok())
       return NotFound("model " + value + " is not on this machine (download it with `mtplx pull " +
                       value + "`, or pass a folder)");
-    out.dir = cached->path;
+    dir = cached->path;
     name = value;
-  } else {
-    out.dir = value;
-    return out;
   }
-  if (!fast_bf16) {
-    const std::string sibling = Fp16Sibling(out.dir, name);
-    if (!sibling.empty()) {
-      out.note = "using the FP16 sibling " + sibling +
-                 ": this CPU has no fast bf16 arithmetic (pass --model with a folder to choose)";
-      out.dir = sibling;
-    }
-  }
-  return out;
+  static const bool fast_bf16 = kernels::DetectHardware().fast_bf16;
+  if (!route || fast_bf16) return dir;
+  const std::string sibling = Fp16Sibling(dir, name);
+  if (sibling.empty()) return dir;
+  std::fprintf(stderr,
+               "[mtplx] using the FP16 sibling %s: this CPU has no fast bf16 arithmetic (pass "
+               "--model with a folder to choose)\n",
+               sibling.c_str());
+  return sibling;
 }
+
+}  // namespace
+
+Result<std::string> ResolveModelDir(const std::string& value) { return Resolve(value, true); }
 
 Result<std::string> FindModelDir(const std::string& value) {
-  if (value.empty() || FileExists(value) || !LooksLikeRepoName(value)) return value;
-  MTPLX_ASSIGN_OR_RETURN(const ResolvedModel model, ResolveModelDir(value, /*fast_bf16=*/true));
-  return model.dir;
-}
-
-Result<ResolvedModel> ResolveModelDir(const std::string& value) {
-  static const bool fast_bf16 = kernels::DetectHardware().fast_bf16;
-  return ResolveModelDir(value, fast_bf16);
+  if (value.empty()) return value;
+  return Resolve(value, false);
 }
 
 }  // namespace mtplx::cli

@@ -11,7 +11,7 @@ namespace mtplx::cli {
 // model the build prepared, else models/default next to the executable's folder.
 Result<std::string> DefaultModelDir();
 
-// The folder a `--model` value names, and a line for the user when it was routed:
+// The folder a `--model` value names (a routed choice is said on stderr):
 // - empty: the bundled default model;
 // - an existing folder: that folder, always (an explicit folder is never rerouted);
 // - ORG/NAME: the model of that name in the caches (`mtplx models`); a name that is not there is
@@ -20,15 +20,9 @@ Result<std::string> DefaultModelDir();
 // A model chosen by name (or the default) is rerouted to its FP16 sibling (NAME-FP16 in the
 // caches, DIR-fp16 beside a folder; as `mtplx fp16` writes them) when this CPU has no fast bf16
 // and the sibling exists (MTPLX_KERNELS=avx2 makes this machine stand for such a CPU).
-struct ResolvedModel {
-  std::string dir;
-  std::string note;  // why another folder than the one named is used; empty if none
-};
-Result<ResolvedModel> ResolveModelDir(const std::string& value);
+Result<std::string> ResolveModelDir(const std::string& value);
 // A folder as given, or ORG/NAME of a cached model, never rerouted (for commands that read a
 // model as their source: convert, fp16).
 Result<std::string> FindModelDir(const std::string& value);
-// The same with a CPU said to have fast bf16 or not (for tests).
-Result<ResolvedModel> ResolveModelDir(const std::string& value, bool fast_bf16);
 
 }  // namespace mtplx::cli

@@ -219,8 +219,7 @@ Runner AddInspectCommand(CLI::App& app) {
     // A folder, ORG/NAME of a model in the caches (`mtplx models`), or the bundled model.
     auto model = ResolveModelDir(f->dir);
     if (!model.ok()) return ReportError(model.status().message());
-    f->dir = model->dir;
-    if (!model->note.empty()) std::fprintf(stderr, "[mtplx] %s\n", model->note.c_str());
+    f->dir = *model;
     if (Status s = io::CheckModelFolder(f->dir, /*need_tokenizer=*/false); !s.ok())
       return ReportError(s.message());
     std::string error;

@@ -129,8 +129,7 @@ int RunServe(const ServeFlags& f) {
   engine::EngineOptions options;
   auto model = ResolveModelDir(f.model_dir);
   if (!model.ok()) return ReportError(model.status().message());
-  options.model_dir = model->dir;
-  if (!model->note.empty()) std::fprintf(stderr, "[mtplx] %s\n", model->note.c_str());
+  options.model_dir = *model;
   auto key = ReadApiKey(f);
   if (!key.ok()) return ReportError(key.status().message());
   server::ServerOptions s;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "base/file.h"
 #include "base/strings.h"
@@ -104,9 +103,7 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   std::unique_ptr<Session> s(new Session());
   s->flags_ = flags;
   MTPLX_ASSIGN_OR_RETURN(s->grammar_, LoadGrammar(flags));
-  MTPLX_ASSIGN_OR_RETURN(const ResolvedModel model, ResolveModelDir(s->flags_.model_dir));
-  s->flags_.model_dir = model.dir;
-  if (!model.note.empty()) std::fprintf(stderr, "[mtplx] %s\n", model.note.c_str());
+  MTPLX_ASSIGN_OR_RETURN(s->flags_.model_dir, ResolveModelDir(s->flags_.model_dir));
   engine::EngineOptions options;
   options.model_dir = s->flags_.model_dir;
   options.load.threads = flags.threads;

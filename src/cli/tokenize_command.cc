@@ -27,8 +27,7 @@ struct TokenizeFlags {
 Result<tokenizer::Tokenizer> LoadTokenizer(const TokenizeFlags& f) {
   std::string path = f.tokenizer_file;
   if (path.empty()) {
-    MTPLX_ASSIGN_OR_RETURN(const ResolvedModel model, ResolveModelDir(f.model_dir));
-    const std::string& dir = model.dir;
+    MTPLX_ASSIGN_OR_RETURN(const std::string dir, ResolveModelDir(f.model_dir));
     path = JoinPath(dir, "tokenizer.json");
   }
   if (!FileExists(path))

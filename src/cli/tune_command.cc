@@ -83,8 +83,7 @@ int RunTune(TuneFlags f) {
   if (!depths.ok()) return ReportError(depths.status().message());
   auto model = ResolveModelDir(f.model_dir);
   if (!model.ok()) return ReportError(model.status().message());
-  f.model_dir = model->dir;
-  if (!model->note.empty()) std::fprintf(stderr, "[mtplx] %s\n", model->note.c_str());
+  f.model_dir = *model;
   auto key = TuningKeyFor(f.model_dir, f.threads);
   if (!key.ok()) return ReportError(key.status().message());
   const std::string store = io::TuningStorePath();

@@ -56,40 +56,18 @@ void MaskOracle::ResetDfaIfFull() {
   dfa_index_.clear();
 }
 
-TokenMask MaskOracle::Compute(const MatchState& state) {
+MaskOracle::PositionMask MaskOracle::Walk(const MatchState& start) {
   ResetDfaIfFull();
-  TokenMask bits((vocabulary_->size() + 63) / 64, 0);
-  const auto& nodes = vocabulary_->nodes();
-  const auto& tokens = vocabulary_->tokens();
-  walk_[0] = Intern(state);
-  // Depth-first over the flattened trie: a node whose byte kills every stack skips its subtree.
-  for (uint32_t i = 0; i < nodes.size();) {
-    const Vocabulary::Node& node = nodes[i];
-    ++stats_.nodes_visited;
-    const int32_t here = Transition(walk_[node.depth - 1], node.byte);
-    if (here == kDead) {
-      i = node.subtree_end;
-      continue;
-    }
-    walk_[node.depth] = here;
-    for (uint32_t t = node.first_token; t < node.first_token + node.token_count; ++t)
-      Set(bits, tokens[t]);
-    ++i;
-  }
-  return bits;
-}
-
-MaskOracle::PositionMask MaskOracle::WalkPosition(uint32_t top) {
-  ResetDfaIfFull();
-  ++stats_.positions;
   PositionMask out;
   TokenMask bits((vocabulary_->size() + 63) / 64, 0);
   size_t accepted = 0;
   const auto& nodes = vocabulary_->nodes();
   const auto& tokens = vocabulary_->tokens();
-  // The depths on the current path after which the rule may have ended (kHole in the state),
-  // and the path's bytes. A token refused inside the rule may still run on in the context from
-  // any of those depths; a token accepted inside the rule needs no context at all.
+  // Depth-first over the flattened trie: a node whose byte kills every stack skips its subtree.
+  // The depths on the current path after which the cut frames may have ended (kHole in the
+  // state), and the path's bytes: a token refused inside them may still run on in the context
+  // from any of those depths; a token accepted inside them needs no context at all. (A whole
+  // state, with no hole, leaves nothing to the context.)
   std::vector<uint32_t> ends;
   std::vector<uint8_t> path(vocabulary_->max_depth() + 1);
   const auto resume = [&](uint32_t first, uint32_t last, uint32_t depth) {
@@ -98,8 +76,6 @@ MaskOracle::PositionMask MaskOracle::WalkPosition(uint32_t top) {
       out.resumed.push_back({first, last, static_cast<uint16_t>(end),
                              static_cast<int16_t>(end < depth ? path[end + 1] : -1)});
   };
-  MatchState start;
-  start.stacks.push_back(top);
   walk_[0] = Intern(start);
   for (uint32_t i = 0; i < nodes.size();) {
     const Vocabulary::Node& node = nodes[i];
@@ -141,8 +117,19 @@ MaskOracle::PositionMask MaskOracle::WalkPosition(uint32_t top) {
 
 const MaskOracle::PositionMask& MaskOracle::Position(uint32_t top) {
   auto it = positions_.find(top);
-  if (it == positions_.end()) it = positions_.emplace(top, WalkPosition(top)).first;
+  if (it == positions_.end()) {
+    ++stats_.positions;
+    MatchState start;
+    start.stacks.push_back(top);
+    it = positions_.emplace(top, Walk(start)).first;
+  }
   return it->second;
+}
+
+void MaskOracle::AddAccepted(const PositionMask& walked, TokenMask& bits) {
+  if (!walked.accepted_bits.empty())
+    for (size_t w = 0; w < bits.size(); ++w) bits[w] |= walked.accepted_bits[w];
+  for (int32_t id : walked.accepted_ids) Set(bits, id);
 }
 
 bool MaskOracle::Runs(int32_t from, std::string_view bytes) {
@@ -160,9 +147,7 @@ TokenMask MaskOracle::Compose(const MatchState& state) {
     uint32_t below = 0;
     const uint32_t top = matcher_.Cut(stack, kCutFrames, below);
     const PositionMask& position = Position(top);  // may restart the DFA
-    if (!position.accepted_bits.empty())
-      for (size_t w = 0; w < bits.size(); ++w) bits[w] |= position.accepted_bits[w];
-    for (int32_t id : position.accepted_ids) Set(bits, id);
+    AddAccepted(position, bits);
     if (position.resumed.empty()) continue;
     matcher_.Resume(below, scratch_);
     if (scratch_.dead()) continue;
@@ -190,8 +175,15 @@ std::shared_ptr<const TokenMask> MaskOracle::Mask(const MatchState& state) {
     return it->second;
   }
   if (cache_.size() >= kMaxCachedMasks) cache_.clear();  // holders keep their masks alive
-  // Inside a UTF-8 character the stacks wait on the rest of it: walk (rare, and cached).
-  TokenMask bits = state.partial_left > 0 ? Compute(state) : Compose(state);
+  // Inside a UTF-8 character the stacks wait on the rest of it: walk the whole state (rare, and
+  // cached).
+  TokenMask bits;
+  if (state.partial_left > 0) {
+    bits.assign((vocabulary_->size() + 63) / 64, 0);
+    AddAccepted(Walk(state), bits);
+  } else {
+    bits = Compose(state);
+  }
   return cache_.emplace(state, std::make_shared<const TokenMask>(std::move(bits))).first->second;
 }
 

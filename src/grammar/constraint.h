@@ -75,12 +75,13 @@ class MaskOracle {
   };
   // `top`: a stack cut by Matcher::Cut.
   const PositionMask& Position(uint32_t top);
-  PositionMask WalkPosition(uint32_t top);
+  // The vocabulary walked from `start`.
+  PositionMask Walk(const MatchState& start);
+  static void AddAccepted(const PositionMask& walked, TokenMask& bits);
   // Whether `bytes` may follow from the DFA state `from`.
   bool Runs(int32_t from, std::string_view bytes);
   TokenMask Compose(const MatchState& state);
   void ResetDfaIfFull();
-  TokenMask Compute(const MatchState& state);
   // A lazily built DFA over the matcher's states: each state met gets an id and a row of 256
   // byte transitions filled on first use, so walking the trie again through known states is
   // one table lookup a node.

@@ -14,16 +14,8 @@ import tempfile
 import threading
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import pull_test  # noqa: E402  (the mock hub)
-
-failures = 0
-
-
-def check(condition, message):
-    global failures
-    if not condition:
-        failures += 1
-        print("FAIL:", message, flush=True)
+import pull_test  # noqa: E402  (the mock hub and its check())
+from pull_test import check  # noqa: E402
 
 
 def main():
@@ -84,6 +76,7 @@ def main():
         check("me/tiny-q8-FP16" not in after.stdout, f"still listed: {after.stdout}")
         check(not (packs / "me--tiny-q8-FP16").exists(), "the removed pack is still on disk")
         hub.shutdown()
+    failures = pull_test.failures
     print("walkthrough:", "ok" if failures == 0 else f"{failures} failure(s)", flush=True)
     return 1 if failures else 0
 
