@@ -97,6 +97,10 @@ nlohmann::json ReportJson(const engine::BenchReport& r, const model::Model& m,
           {"context", r.context},
           {"weight_bytes", m.weight_bytes()},
           {"load_s", m.load_seconds()},
+          {"load_phases_s",
+           {{"read", m.load_phases().read},
+            {"draft_head", m.load_phases().draft_head},
+            {"repack", m.load_phases().repack}}},
           {"activations", ActivationsName(m)},
           {"kernels", model::Model::KernelsName()},
           {"draft_head_bits", m.draft_head_bits()},
@@ -141,8 +145,13 @@ void PrintTable(const engine::BenchReport& r, const model::Model& m,
               model::Model::KernelsName(), head.c_str());
   std::printf("  %-26s %.2f GB/s (triad %.2f GB/s, %s arrays)\n", "memory read bandwidth",
               r.bandwidth.read_gbs, r.bandwidth.triad_gbs, HumanBytes(r.bandwidth.bytes).c_str());
-  std::printf("  %-26s %.2f s (%.2f GB/s of checkpoint)\n", "load", m.load_seconds(),
-              static_cast<double>(m.weight_bytes()) / 1e9 / std::max(m.load_seconds(), 1e-9));
+  const model::Model::LoadPhases& phases = m.load_phases();
+  std::printf(
+      "  %-26s %.2f s (%.2f GB/s of checkpoint; read %.2f s, draft head %.2f s, "
+      "repack %.2f s)\n",
+      "load", m.load_seconds(),
+      static_cast<double>(m.weight_bytes()) / 1e9 / std::max(m.load_seconds(), 1e-9), phases.read,
+      phases.draft_head, phases.repack);
   std::printf("  %-26s %.2f tok/s\n", "AR decode", r.decode_tok_s);
   std::printf("  %-26s %s (weights %s + state %s)\n", "bytes per token",
               DecimalBytes(r.bytes_per_token()).c_str(),

@@ -28,11 +28,17 @@ inline uint32_t UnpackCode(const uint32_t* row_words, int64_t k, int bits) {
 // Quantizes one row of `cols` floats. Writes cols*bits/32 words and cols/group_size scales and
 // biases, each rounded to `scale_dtype` (F32, BF16 or F16) and stored as raw bits in
 // scales/biases (4 or 2 bytes per entry).
+// group_size: 32, 64 or 128.
 void AffineQuantizeRow(const float* row, int64_t cols, int bits, int group_size, DType scale_dtype,
                        uint32_t* packed, void* scales, void* biases);
+// The plain code the fast one must equal bit for bit (one code at a time, std::nearbyint).
+void AffineQuantizeRowReference(const float* row, int64_t cols, int bits, int group_size,
+                                DType scale_dtype, uint32_t* packed, void* scales, void* biases);
 
 // Dequantizes row `r` of a quantized or dense matrix into f32 (`cols` values).
 void DequantizeRow(const Matrix& m, int64_t r, float* out);
+// Its plain twin (one code at a time), equal bit for bit.
+void DequantizeRowReference(const Matrix& m, int64_t r, float* out);
 
 // Scale / bias entry `i` of a scale array as f32.
 float LoadScalar(const void* base, int64_t i, DType dtype);

@@ -39,13 +39,6 @@ const uint32_t* PanelWords(const Matrix& m, int64_t r) {
   return m.quant.packed + (r / kPanelRows) * kPanelRows * m.PackedWordsPerRow();
 }
 
-void PutCode(uint32_t* words, int64_t index, int bits, uint32_t code) {
-  const uint64_t bit = static_cast<uint64_t>(index) * bits;
-  const uint32_t shift = bit & 31u;
-  words[bit >> 5] |= code << shift;
-  if (shift + bits > 32) words[(bit >> 5) + 1] |= code >> (32 - shift);
-}
-
 }  // namespace
 
 bool PanelEligible(const Matrix& m) {
@@ -98,13 +91,34 @@ inline uint32_t PanelUnit(const uint32_t* row_words, int64_t step, int bits) {
   return unit;
 }
 
-// Packs the 16 MLX-layout rows in `rows` (words_per_row words each) into the panel bit stream.
-void PackPanelStream(const uint32_t* rows, int64_t words_per_row, int64_t cols, int bits,
+// `count` (<= 32) bits of a little-endian bit stream from bit `offset`; reads 8 bytes from byte
+// offset / 8, so the stream needs 8 readable bytes past its end.
+inline uint64_t ReadBits(const uint8_t* stream, uint64_t offset, int count) {
+  uint64_t window;
+  std::memcpy(&window, stream + (offset >> 3), sizeof(window));
+  return (window >> (offset & 7u)) & ((uint64_t{1} << count) - 1u);
+}
+
+// Packs the 16 MLX-layout rows in `rows` (row_bytes bytes each, 8 readable bytes past the last)
+// into the panel bit stream. The 4 codes of one row and step are adjacent in both layouts, so the
+// stream is those 4 * bits-bit units taken step by step, row by row.
+void PackPanelStream(const uint8_t* rows, int64_t row_bytes, int64_t cols, int bits,
                      uint32_t* panel) {
-  std::memset(panel, 0, static_cast<size_t>(kPanelRows * words_per_row) * 4);
-  for (int64_t i = 0; i < kPanelRows; ++i)
-    for (int64_t k = 0; k < cols; ++k)
-      PutCode(panel, PanelStreamIndex(i, k), bits, UnpackCode(rows + i * words_per_row, k, bits));
+  const int unit = 4 * bits;  // <= 32
+  uint64_t pending = 0;       // bits not yet stored, LSB first
+  int filled = 0;
+  for (int64_t s = 0; s < cols / 4; ++s)
+    for (int64_t i = 0; i < kPanelRows; ++i) {
+      pending |= ReadBits(rows + i * row_bytes, static_cast<uint64_t>(s * unit), unit) << filled;
+      filled += unit;
+      if (filled >= 32) {
+        *panel++ = static_cast<uint32_t>(pending);
+        pending >>= 32;
+        filled -= 32;
+      }
+    }
+  // 16 units a step make 64 * bits bits: whole words, nothing left over.
+  MTPLX_DCHECK(filled == 0, "panel stream must end on a word");
 }
 
 void RepackPanel(Matrix& m, int64_t p, uint8_t* code_copy, uint8_t* scale_copy,
@@ -125,7 +139,7 @@ void RepackPanel(Matrix& m, int64_t p, uint8_t* code_copy, uint8_t* scale_copy,
   std::memcpy(bias_copy, biases, panel_scale_bytes);
   const uint32_t* rows = reinterpret_cast<const uint32_t*>(code_copy);
   if (m.quant.bits != 4 && m.quant.bits != 8) {
-    PackPanelStream(rows, words_per_row, m.cols, m.quant.bits, codes);
+    PackPanelStream(code_copy, words_per_row * 4, m.cols, m.quant.bits, codes);
   } else {
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t s = 0; s < steps_per_group; ++s)
@@ -162,7 +176,8 @@ void RepackToPanels(Matrix& m, ThreadPool* pool) {
   const size_t code_bytes = kPanelRows * m.PackedWordsPerRow() * 4;
   const size_t scale_bytes = kPanelRows * m.GroupsPerRow() * DTypeSize(m.quant.scale_dtype);
   auto run = [&](int64_t begin, int64_t end) {
-    std::vector<uint8_t> codes(code_bytes), scales(scale_bytes), biases(scale_bytes);
+    // 8 bytes of slack: PackPanelStream reads 8-byte windows.
+    std::vector<uint8_t> codes(code_bytes + 8), scales(scale_bytes), biases(scale_bytes);
     for (int64_t p = begin; p < end; ++p)
       RepackPanel(m, p, codes.data(), scales.data(), biases.data());
   };

@@ -63,8 +63,20 @@ Status CheckRuntimeContract(const std::optional<io::RuntimeContract>& contract,
 
 }  // namespace
 
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point& mark) {
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - mark).count();
+  mark = now;
+  return seconds;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  auto mark = start;
   std::unique_ptr<Model> model(new Model());
   model->dir_ = dir;
   MTPLX_RETURN_IF_ERROR(io::CheckModelFolder(dir, /*need_tokenizer=*/false));
@@ -75,6 +87,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
   checkpoint_options.show_progress = options.show_progress;
   checkpoint_options.lock_memory = options.lock_memory;
   MTPLX_ASSIGN_OR_RETURN(model->checkpoint_, io::Checkpoint::Open(dir, checkpoint_options));
+  model->load_phases_.read = SecondsSince(mark);
   MTPLX_ASSIGN_OR_RETURN(model->weights_, BindWeights(model->config_, *model->checkpoint_));
   MTPLX_ASSIGN_OR_RETURN(model->contract_, io::LoadRuntimeContract(dir, io::EngineVersion()));
   MTPLX_RETURN_IF_ERROR(
@@ -83,8 +96,10 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
   model->activations_ = options.activations;
   MTPLX_RETURN_IF_ERROR(model->PrepareDraftHead(options));
   MTPLX_RETURN_IF_ERROR(model->QuantizeDraftLayer(options));
+  model->load_phases_.draft_head = SecondsSince(mark);
   if (options.activations == kernels::Activations::kInt8 && kernels::PanelKernelAvailable())
     model->RepackForInt8Kernel();
+  model->load_phases_.repack = SecondsSince(mark);
   model->rope_inv_freq_ = RopeInverseFrequencies(model->config_);
   model->load_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -118,6 +118,13 @@ class Model {
   uint64_t weight_bytes() const { return checkpoint_->resident_bytes(); }
   // Wall time of Load: reading the files, binding, preparing the draft head, repacking.
   double load_seconds() const { return load_seconds_; }
+  // Where that time went, in seconds.
+  struct LoadPhases {
+    double read = 0.0;        // reading the checkpoint files into memory
+    double draft_head = 0.0;  // quantizing the draft head and draft layer
+    double repack = 0.0;      // rewriting quantized matrices into panels
+  };
+  const LoadPhases& load_phases() const { return load_phases_; }
   // Weight bytes one plain decode step reads: every trunk matrix (norms and other small vectors
   // left out), the lm_head (the embedding matrix when tied) and one row of the embedding table;
   // for MoE layers the router, the shared expert and experts_per_token routed experts of average
@@ -202,6 +209,7 @@ class Model {
   int draft_layer_bits_ = 0;
   std::vector<float> rope_inv_freq_;
   double load_seconds_ = 0.0;
+  LoadPhases load_phases_;
 };
 
 }  // namespace mtplx::model

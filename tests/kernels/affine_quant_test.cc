@@ -311,6 +311,53 @@ TEST(AffineQuantTest, OtherEdgeIsClampedLikeMlx) {
   EXPECT_EQ(UnpackCode(packed, 2, 2), 2u);  // zero is exact: code -q0 = 2
 }
 
+// The fast quantizer and dequantizer equal their one-code-at-a-time references bit for bit on
+// awkward groups: constant, all negative, all zero, signed zeros, huge and tiny ranges, values
+// exactly half a step from a code (ties), every width, group size and scale dtype.
+TEST(AffineQuantTest, FastPathsEqualTheReferences) {
+  std::mt19937 rng(77);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (DType sd : {DType::kF32, DType::kBF16, DType::kF16})
+    for (int bits : kAllBits)
+      for (int group : kAllGroups) {
+        SCOPED_TRACE("bits " + std::to_string(bits) + " group " + std::to_string(group) +
+                     " scale dtype " + DTypeName(sd));
+        const int64_t groups = 9, cols = group * groups;
+        std::vector<float> w(cols);
+        for (int64_t i = 0; i < cols; ++i) {
+          const int64_t kind = i / group;
+          const float v = normal(rng);
+          w[i] = kind == 0   ? 0.75f
+                 : kind == 1 ? -std::fabs(v) - 1.0f
+                 : kind == 2 ? 0.0f
+                 : kind == 3 ? ((i % 2) ? -0.0f : 0.0f)
+                 : kind == 4 ? v * 1e4f
+                 : kind == 5 ? v * 1e-9f
+                 : kind == 6 ? 0.5f * static_cast<float>(i % 7)  // ties between codes
+                             : v;
+        }
+        const int64_t words = cols * bits / 32;
+        const size_t e = DTypeSize(sd);
+        std::vector<uint32_t> fast(words), ref(words);
+        std::vector<uint8_t> fs(groups * e), fb(groups * e), rs(groups * e), rb(groups * e);
+        AffineQuantizeRow(w.data(), cols, bits, group, sd, fast.data(), fs.data(), fb.data());
+        AffineQuantizeRowReference(w.data(), cols, bits, group, sd, ref.data(), rs.data(),
+                                   rb.data());
+        ASSERT_EQ(fast, ref);
+        ASSERT_EQ(fs, rs);
+        ASSERT_EQ(fb, rb);
+        Matrix m;
+        m.rows = 1;
+        m.cols = cols;
+        m.quantized = true;
+        m.quant = {bits, group, ref.data(), rs.data(), rb.data(), sd};
+        std::vector<float> got(cols), want(cols);
+        DequantizeRow(m, 0, got.data());
+        DequantizeRowReference(m, 0, want.data());
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), cols * sizeof(float)));
+      }
+}
+
 // Pure C++ round trip on odd shapes for every (bits, group) and scale dtype:
 // quantize, dequantize, and bound the error per element by the group's scale s:
 //  * |w - w_hat| <= |s|/2 for codes below n_bins (plain rounding), and <= |s| for codes clamped

@@ -182,6 +182,29 @@ TEST(PanelTest, OnlyQuantizedMatricesWithAWholePanelAreEligible) {
   EXPECT_FALSE(PanelEligible(MakePanelled(32, 64, 4, 64, 1).m));
 }
 
+// Repacking moves codes, scales and biases without changing one: every width (the bit-stream
+// widths pack 4-code units), group size and a ragged tail of MLX-layout rows.
+TEST(PanelTest, RepackKeepsEveryCodeScaleAndBias) {
+  for (int bits : {2, 3, 4, 5, 6, 8})
+    for (int group : {32, 64, 128})
+      for (int64_t rows : {16, 37}) {
+        const int64_t cols = group * 3;
+        const TestMatrix plain = MakeQuantized(rows, cols, bits, group, bits * group + rows);
+        const TestMatrix panelled = MakePanelled(rows, cols, bits, group, bits * group + rows);
+        const int64_t groups = cols / group;
+        for (int64_t r = 0; r < rows; ++r) {
+          const uint32_t* row = plain.packed.data() + r * plain.m.PackedWordsPerRow();
+          for (int64_t k = 0; k < cols; ++k)
+            ASSERT_EQ(CodeAt(panelled.m, r, k), UnpackCode(row, k, bits))
+                << panelled.m.Describe() << " row " << r << " column " << k;
+          for (int64_t g = 0; g < groups; ++g) {
+            ASSERT_EQ(panelled.scales[ScaleIndex(panelled.m, r, g)], plain.scales[r * groups + g]);
+            ASSERT_EQ(panelled.biases[ScaleIndex(panelled.m, r, g)], plain.biases[r * groups + g]);
+          }
+        }
+      }
+}
+
 // The panel kernel (int8 activations) stays as close to exact as the row kernel, and the other
 // paths (exact f32, portable) still give the reference on a panelled matrix.
 TEST(PanelTest, PanelledMatricesMatchReferenceOnEveryPath) {
