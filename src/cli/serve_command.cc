@@ -161,7 +161,7 @@ int RunServe(const ServeFlags& f) {
                        "' is not a size (examples: 8G, 1536M, 0.5GiB)");
   options.cache_bytes =
       f.cache_mib < 0 ? AutomaticCacheBytes() : static_cast<uint64_t>(f.cache_mib * 1024 * 1024);
-  const std::string tuned = ApplyTunedDepth(options);
+  const std::string tuned = ApplyTunedDepth(options, /*apply_threads=*/false);
   if (!tuned.empty() && !f.quiet) std::fprintf(stderr, "[mtplx] %s\n", tuned.c_str());
   ApplyKnownMtpCheck(options);
   auto engine = engine::Engine::Open(options);

@@ -121,7 +121,7 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   options.draft_temperature = flags.draft_temperature;
   options.draft_top_p = flags.draft_top_p;
   options.draft_top_k = flags.draft_top_k;
-  s->tuned_notice_ = ApplyTunedDepth(options);
+  s->tuned_notice_ = ApplyTunedDepth(options, /*apply_threads=*/true);
   ApplyKnownMtpCheck(options);
   MTPLX_ASSIGN_OR_RETURN(s->engine_, engine::Engine::Open(options));
   RememberMtpCheck(*s->engine_);

@@ -1,5 +1,6 @@
 // `mtplx tune`: measures plain decoding against each draft depth on this machine and stores the
 // winner in ~/.mtplx/tuning.json, where run, chat, serve and start find it.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -42,9 +43,19 @@ Result<std::vector<int>> ParseDepths(const std::string& text) {
   return depths;
 }
 
-io::TuningRecord ToRecord(const engine::TuneReport& report, int max_tokens) {
+std::string JoinInts(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) out += StrCat(out.empty() ? "" : ",", v);
+  return out;
+}
+
+io::TuningRecord ToRecord(const engine::TuneReport& report, int max_tokens, int threads,
+                          const std::vector<engine::ThreadMeasurement>& thread_results) {
   io::TuningRecord record;
   record.best_depth = report.best_depth;
+  record.threads = threads;
+  for (const engine::ThreadMeasurement& t : thread_results)
+    record.thread_results.push_back({t.threads, t.tok_s});
   record.verdict = report.verdict;
   record.max_tokens = max_tokens;
   record.measured_at = pack::UtcTimestamp();
@@ -58,7 +69,11 @@ Json RecordJson(const io::TuningRecord& r, const io::TuningKey& key, bool stored
   Json results = Json::array();
   for (const io::TuningResult& x : r.results)
     results.push_back({{"depth", x.depth}, {"tok_s", x.tok_s}, {"acceptance", x.acceptance}});
+  Json threads = Json::array();
+  for (const io::TuningThreadResult& t : r.thread_results)
+    threads.push_back({{"threads", t.threads}, {"tok_s", t.tok_s}});
   return {{"verdict", r.verdict},       {"best_depth", r.best_depth},
+          {"threads", r.threads},       {"thread_results", threads},
           {"results", results},         {"measured_at", r.measured_at},
           {"key", key.ToString()},      {"store", io::TuningStorePath()},
           {"from_store", stored_before}};
@@ -99,33 +114,75 @@ int RunTune(TuneFlags f) {
       return 0;
     }
   }
-  engine::EngineOptions options;
-  options.model_dir = f.model_dir;
-  options.load.threads = f.threads;
-  options.load.show_progress = !f.quiet && !f.json;
-  options.skip_mtp_check = true;  // tune measures the head itself: a broken one collapses
-  auto engine = engine::Engine::Open(options);
-  if (!engine.ok()) return ReportError(engine.status().message());
+  // With --threads 0, plain decoding at each candidate count first (fewer prompts and tokens);
+  // the depths are then measured at the winner.
+  const std::vector<int> candidates =
+      f.threads > 0 ? std::vector<int>{f.threads} : engine::ThreadCandidates(ResolvedThreads(0));
+  const bool choose_threads = candidates.size() > 1;
+  std::vector<std::string> thread_prompts(engine::TunePrompts().begin(),
+                                          engine::TunePrompts().begin() + 2);
+  const uint64_t runs = (choose_threads ? candidates.size() * thread_prompts.size() : 0) +
+                        engine::TunePrompts().size() * (depths->size() + 1);
+  if (!f.json && !f.quiet)
+    std::printf(
+        "mtplx tune: %s on %s; %splain decoding and depths %s on %zu coding prompts x %d "
+        "tokens\n",
+        key->model.c_str(), key->cpu.c_str(),
+        choose_threads ? StrCat("threads ", JoinInts(candidates), ", then ").c_str()
+                       : StrCat(candidates.front(), " threads; ").c_str(),
+        f.depths.c_str(), engine::TunePrompts().size(), f.max_tokens);
+  std::unique_ptr<engine::Engine> engine;
+  int engine_threads = 0;
+  bool first_load = true;
+  const auto open = [&](int threads) -> Status {
+    if (engine && engine_threads == threads) return Status::Ok();
+    engine.reset();  // one model in memory at a time
+    engine::EngineOptions options;
+    options.model_dir = f.model_dir;
+    options.load.threads = threads;
+    options.load.show_progress = first_load && !f.quiet && !f.json;
+    options.skip_mtp_check = true;  // tune measures the head itself: a broken one collapses
+    first_load = false;
+    MTPLX_ASSIGN_OR_RETURN(engine, engine::Engine::Open(options));
+    engine_threads = threads;
+    return Status::Ok();
+  };
+  ProgressBar progress("tuning", runs, "runs", !f.quiet && !f.json);
+  uint64_t finished = 0;
+  const auto step = [&](int done, int) { progress.Set(finished + static_cast<uint64_t>(done)); };
+  std::vector<engine::ThreadMeasurement> thread_results;
+  if (choose_threads) {
+    engine::TuneOptions plain;
+    plain.depths = {};
+    plain.max_tokens = std::min(f.max_tokens, 128);
+    plain.prompts = thread_prompts;
+    for (int threads : candidates) {
+      if (Status s = open(threads); !s.ok()) return ReportError(s.message());
+      auto measured = engine::RunTune(*engine, plain, step);
+      if (!measured.ok()) return ReportError(measured.status().message());
+      thread_results.push_back({threads, measured->results.front().tok_s});
+      finished += thread_prompts.size();
+    }
+  }
+  const int threads = choose_threads ? engine::ChooseThreads(thread_results) : candidates.front();
+  if (Status s = open(threads); !s.ok()) return ReportError(s.message());
   engine::TuneOptions tune;
   tune.depths = *depths;
   tune.max_tokens = f.max_tokens;
-  if (!f.json && !f.quiet)
-    std::printf(
-        "mtplx tune: %s on %s, %d threads; plain decoding and depths %s on %zu coding "
-        "prompts x %d tokens\n",
-        key->model.c_str(), key->cpu.c_str(), key->threads, f.depths.c_str(),
-        engine::TunePrompts().size(), f.max_tokens);
-  const uint64_t runs = engine::TunePrompts().size() * (depths->size() + 1);
-  ProgressBar progress("tuning", runs, "runs", !f.quiet && !f.json);
-  auto report = engine::RunTune(**engine, tune,
-                                [&](int done, int) { progress.Set(static_cast<uint64_t>(done)); });
+  auto report = engine::RunTune(*engine, tune, step);
   progress.Finish();
   if (!report.ok()) return ReportError(report.status().message());
-  const io::TuningRecord record = ToRecord(*report, f.max_tokens);
+  const io::TuningRecord record = ToRecord(*report, f.max_tokens, threads, thread_results);
   if (Status s = io::StoreTuning(store, *key, record); !s.ok()) return ReportError(s.message());
   if (f.json) {
     std::printf("%s\n", RecordJson(record, *key, false).dump(2).c_str());
     return 0;
+  }
+  if (choose_threads) {
+    std::printf("  threads (plain decoding):");
+    for (const engine::ThreadMeasurement& t : thread_results)
+      std::printf("  %d -> %.2f tok/s", t.threads, t.tok_s);
+    std::printf("; keeps %d\n", threads);
   }
   PrintTable(*report);
   std::printf("%s\nStored in %s: run, chat, serve and start use it on this machine.\n",
@@ -143,7 +200,8 @@ Runner AddTuneCommand(CLI::App& app) {
   cmd->add_option("--depths", f->depths, "Depths to measure (default 1,2,3)");
   cmd->add_option("--max-tokens", f->max_tokens, "Tokens per prompt and mode (default 512)")
       ->check(CLI::Range(16, 65536));
-  cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)");
+  cmd->add_option("--threads", f->threads,
+                  "Worker threads (0: measure all, 3/4 and 1/2 of the cores and keep the fastest)");
   cmd->add_flag("--retune", f->retune, "Measure again even when a result is stored");
   cmd->add_flag("--json", f->json, "One JSON object: verdict, best_depth, results");
   cmd->add_flag("--quiet", f->quiet, "No progress bar");

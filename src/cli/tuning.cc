@@ -69,21 +69,29 @@ void RememberMtpCheck(const engine::Engine& engine) {
   (void)io::StoreMtpCheck(io::TuningStorePath(), *key, *acceptance);
 }
 
-std::string ApplyTunedDepth(engine::EngineOptions& options) {
+std::string ApplyTunedDepth(engine::EngineOptions& options, bool apply_threads) {
   if (options.depth > 0 || options.no_mtp) return "";
   auto key = TuningKeyFor(options.model_dir, options.load.threads);
   if (!key.ok()) return "";
   const auto record = io::LoadTuning(io::TuningStorePath(), *key);
   if (!record) return "";
+  // The thread count tune chose (when the run leaves it to the machine): the depth was measured
+  // with it.
+  std::string threads;
+  if (apply_threads && options.load.threads <= 0 && record->threads > 0) {
+    options.load.threads = record->threads;
+    threads = StrFormat(", %d thread%s", record->threads, record->threads == 1 ? "" : "s");
+  }
   if (record->best_depth == 0) {
     options.no_mtp = true;
-    return "tuned: plain decoding (no draft depth beat it in `mtplx tune` on this machine; "
-           "--depth D speculates anyway)";
+    return StrCat("tuned: plain decoding", threads,
+                  " (no draft depth beat it in `mtplx tune` on this machine; --depth D "
+                  "speculates anyway)");
   }
   options.depth = record->best_depth;
   options.cycle_costs = MeasuredCycleCosts(*record);
-  return StrFormat("tuned: MTP depth %d (`mtplx tune` on this machine; --depth overrides)",
-                   record->best_depth);
+  return StrFormat("tuned: MTP depth %d%s (`mtplx tune` on this machine; --depth overrides)",
+                   record->best_depth, threads.c_str());
 }
 
 }  // namespace mtplx::cli

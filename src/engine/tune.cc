@@ -27,6 +27,24 @@ const std::vector<std::string>& TunePrompts() {
   return prompts;
 }
 
+std::vector<int> ThreadCandidates(int hardware) {
+  std::vector<int> candidates;
+  for (int t : {hardware, hardware * 3 / 4, hardware / 2})
+    if (t >= 1 && std::find(candidates.begin(), candidates.end(), t) == candidates.end())
+      candidates.push_back(t);
+  return candidates;
+}
+
+int ChooseThreads(const std::vector<ThreadMeasurement>& results) {
+  double fastest = 0.0;
+  for (const ThreadMeasurement& m : results) fastest = std::max(fastest, m.tok_s);
+  int best = 0;
+  for (const ThreadMeasurement& m : results)
+    if (m.tok_s > 0 && m.tok_s >= fastest * (1.0 - kNearTie) && (best == 0 || m.threads < best))
+      best = m.threads;
+  return best;
+}
+
 int ChooseDepth(const std::vector<TuneMeasurement>& results, std::string* verdict) {
   const auto plain = std::find_if(results.begin(), results.end(),
                                   [](const TuneMeasurement& m) { return m.depth == 0; });

@@ -46,6 +46,19 @@ const std::vector<std::string>& TunePrompts();
 Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
                            const std::function<void(int, int)>& progress = nullptr);
 
+// Worker thread counts worth trying on `hardware` cores: all of them, three quarters and half
+// (distinct, at least 1), most first. Decoding is memory-bound, so fewer threads than cores can
+// stream the weights as fast and leave a core to the rest of the machine.
+std::vector<int> ThreadCandidates(int hardware);
+
+struct ThreadMeasurement {
+  int threads = 0;
+  double tok_s = 0.0;  // plain decoding
+};
+
+// The fastest thread count; among counts within 2 % of it, the fewest.
+int ChooseThreads(const std::vector<ThreadMeasurement>& results);
+
 // The decision rule. A depth wins only if it is faster than plain decoding; among depths within
 // 2 % of the fastest, the deepest wins (near-ties go to the deeper depth); a depth whose deepest
 // draft was accepted 5 % of the time or less never wins. Returns 0 when plain decoding wins.

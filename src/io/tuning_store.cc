@@ -24,9 +24,13 @@ Json RecordJson(const TuningRecord& r, const TuningKey& key) {
                        {"tok_s", x.tok_s},
                        {"acceptance", x.acceptance},
                        {"tokens_per_cycle", x.tokens_per_cycle}});
+  Json threads = Json::array();
+  for (const TuningThreadResult& t : r.thread_results)
+    threads.push_back({{"threads", t.threads}, {"tok_s", t.tok_s}});
   return {{"model", key.model},         {"cpu", key.cpu},
           {"threads", key.threads},     {"engine_version", key.engine_version},
-          {"best_depth", r.best_depth}, {"verdict", r.verdict},
+          {"best_depth", r.best_depth}, {"run_threads", r.threads},
+          {"thread_results", threads},  {"verdict", r.verdict},
           {"results", results},         {"measured_at", r.measured_at},
           {"max_tokens", r.max_tokens}};
 }
@@ -41,6 +45,13 @@ std::optional<TuningRecord> RecordFrom(const Json& j) {
   if (j.contains("measured_at") && j["measured_at"].is_string()) r.measured_at = j["measured_at"];
   if (j.contains("max_tokens") && j["max_tokens"].is_number_integer())
     r.max_tokens = j["max_tokens"];
+  if (j.contains("run_threads") && j["run_threads"].is_number_integer())
+    r.threads = std::max(0, j["run_threads"].get<int>());
+  if (j.contains("thread_results") && j["thread_results"].is_array())
+    for (const Json& x : j["thread_results"])
+      if (x.is_object() && x.contains("threads") && x["threads"].is_number_integer() &&
+          x.contains("tok_s") && x["tok_s"].is_number())
+        r.thread_results.push_back({x["threads"].get<int>(), x["tok_s"].get<double>()});
   if (j.contains("results") && j["results"].is_array())
     for (const Json& x : j["results"]) {
       if (!x.is_object() || !x.contains("depth") || !x["depth"].is_number_integer()) continue;

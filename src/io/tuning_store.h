@@ -27,8 +27,17 @@ struct TuningResult {
   double tokens_per_cycle = 1.0;
 };
 
+struct TuningThreadResult {
+  int threads = 0;
+  double tok_s = 0.0;  // plain decoding
+};
+
 struct TuningRecord {
   int best_depth = 0;  // 0: no depth beat plain decoding
+  // Worker threads the depths were measured with and runs should use; 0 in records written
+  // before tune chose threads (then the run's own count applies).
+  int threads = 0;
+  std::vector<TuningThreadResult> thread_results;  // empty when the count was given
   std::string verdict;
   std::vector<TuningResult> results;
   std::string measured_at;  // UTC ISO-8601

@@ -2,10 +2,14 @@
 // applies the stored depth for the same model, CPU and thread count (--depth still wins).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/file.h"
+#include "base/thread_pool.h"
+#include "engine/tune.h"
 #include "support/test_support.h"
 
 namespace mtplx {
@@ -86,6 +90,26 @@ TEST(TuneCliTest, TheMtpLoadCheckIsMeasuredOnceAndRemembered) {
   EXPECT_EQ(RunDepth(home, "--skip-mtp-check"), 1);
   // Another draft head is another check.
   EXPECT_EQ(RunDepth(home, "--draft-head-bits 8"), 1);
+}
+
+// Without --threads, tune measures plain decoding at each candidate thread count, measures the
+// depths at the fastest, and a run that leaves the count to the machine uses it.
+TEST(TuneCliTest, ChoosesTheThreadCountAndRunUsesIt) {
+  Home home;
+  const auto tune = home.Run("tune --json --max-tokens 16 --depths 1");
+  ASSERT_EQ(tune.exit_code, 0) << tune.output;
+  Json j = Json::parse(tune.output);
+  const std::vector<int> candidates = engine::ThreadCandidates(ThreadPool::HardwareThreads());
+  const int threads = j["threads"].get<int>();
+  EXPECT_NE(std::find(candidates.begin(), candidates.end(), threads), candidates.end()) << threads;
+  ASSERT_EQ(j["thread_results"].size(), candidates.size() > 1 ? candidates.size() : 0u);
+  for (const Json& t : j["thread_results"]) EXPECT_GT(t["tok_s"].get<double>(), 0.0);
+  // Pretend one thread won, so the run's notice shows the count it applied.
+  Json store = Json::parse(*ReadTextFile(home.store()));
+  for (auto& [key, entry] : store["entries"].items()) entry["run_threads"] = 1;
+  ASSERT_TRUE(WriteTextFile(home.store(), store.dump()).ok());
+  const std::string log = home.Run("run hi --max-tokens 4", true).output;
+  EXPECT_NE(log.find(", 1 thread ("), std::string::npos) << log;
 }
 
 TEST(TuneCliTest, BadDepthsAreRefused) {

@@ -51,6 +51,21 @@ TEST(TuneDecisionTest, ACollapsedDepthNeverWins) {
   EXPECT_EQ(ChooseDepth({M(1, 300, {0.9})}, nullptr), 0);  // no plain measurement: no winner
 }
 
+TEST(TuneThreadsTest, CandidatesAreAllThreeQuartersAndHalfOfTheCores) {
+  EXPECT_EQ(ThreadCandidates(1), std::vector<int>({1}));
+  EXPECT_EQ(ThreadCandidates(2), std::vector<int>({2, 1}));
+  EXPECT_EQ(ThreadCandidates(4), std::vector<int>({4, 3, 2}));
+  EXPECT_EQ(ThreadCandidates(16), std::vector<int>({16, 12, 8}));
+}
+
+TEST(TuneThreadsTest, TheFastestWinsAndNearTiesGoToFewerThreads) {
+  EXPECT_EQ(ChooseThreads({{2, 80}, {1, 60}}), 2);
+  EXPECT_EQ(ChooseThreads({{2, 60}, {1, 80}}), 1);               // a busy second core
+  EXPECT_EQ(ChooseThreads({{16, 100}, {12, 99}, {8, 90}}), 12);  // within 2 %: fewer
+  EXPECT_EQ(ChooseThreads({{16, 100}, {12, 97.9}}), 16);
+  EXPECT_EQ(ChooseThreads({}), 0);
+}
+
 TEST(TuningStoreTest, RoundTripsPerKeyAndKeepsOtherEntries) {
   const std::string path = testing::MakeTempDir("mtplx-tune") + "/sub/tuning.json";
   io::TuningKey a{"model@1", "CPU X", 2, "0.1.0"}, b = a;
@@ -60,6 +75,8 @@ TEST(TuningStoreTest, RoundTripsPerKeyAndKeepsOtherEntries) {
   r.best_depth = 2;
   r.verdict = "Best for this machine: D2";
   r.results = {{0, 100, 0}, {2, 180, 0.7}};
+  r.threads = 1;
+  r.thread_results = {{2, 60.5}, {1, 80.25}};
   r.measured_at = "2026-01-01T00:00:00Z";
   ASSERT_TRUE(io::StoreTuning(path, a, r).ok());
   r.best_depth = 0;
@@ -70,6 +87,10 @@ TEST(TuningStoreTest, RoundTripsPerKeyAndKeepsOtherEntries) {
   EXPECT_EQ(got->verdict, "Best for this machine: D2");
   ASSERT_EQ(got->results.size(), 2u);
   EXPECT_DOUBLE_EQ(got->results[1].tok_s, 180);
+  EXPECT_EQ(got->threads, 1);
+  ASSERT_EQ(got->thread_results.size(), 2u);
+  EXPECT_EQ(got->thread_results[1].threads, 1);
+  EXPECT_DOUBLE_EQ(got->thread_results[1].tok_s, 80.25);
   EXPECT_EQ(io::LoadTuning(path, b)->best_depth, 0);
   io::TuningKey other = a;
   other.engine_version = "0.2.0";  // another engine version: measure again
