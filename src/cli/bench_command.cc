@@ -19,7 +19,6 @@ namespace mtplx::cli {
 namespace {
 
 constexpr int kMaxProjectedDepth = 3;
-constexpr int kVerifyRows = 8;  // v(1..8); depth D needs v(D + 1)
 
 struct BenchFlags {
   std::string model_dir;
@@ -30,6 +29,7 @@ struct BenchFlags {
   std::string prefill = "512,2048";
   int repeats = 5;
   int64_t context = 64;
+  int verify_rows = 8;  // v(1..8); depth D needs v(D + 1), B batched sequences v(B (D + 1))
   uint64_t bandwidth_mib = 512;
   // Loaded as `run` loads the model, so the numbers are the ones generation sees.
   std::string activations = GenerationFlags().activations;
@@ -208,7 +208,7 @@ int RunBenchCommand(BenchFlags f) {
 
   engine::BenchOptions options;
   options.context = f.context;
-  options.max_verify_rows = kVerifyRows;
+  options.max_verify_rows = f.verify_rows;
   options.rounds = f.repeats;
   options.prefill_sizes = *prefill;
   options.bandwidth_bytes = f.bandwidth_mib << 20;
@@ -244,6 +244,10 @@ Runner AddBenchCommand(CLI::App& app) {
                   "Prompt sizes to time prefill at (default 512,2048; none skips)");
   cmd->add_option("--context", f->context, "Tokens in the state while decode/verify are timed")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--verify-rows", f->verify_rows,
+                  "Largest verify forward to time: v(m) for m = 1..N (default 8; a server "
+                  "batching B sequences at depth D runs B (D + 1) rows)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--bandwidth-mib", f->bandwidth_mib, "MiB streamed per bandwidth pass")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--activations", f->activations,

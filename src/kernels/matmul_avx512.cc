@@ -187,15 +187,10 @@ MTPLX_AVX512 void DenseRowBlock(const void* row, DType dtype, int64_t cols, cons
   }
 }
 
-// acc += codes . x (vpdpbusd) updated in place. GCC 12 copies the accumulator of the intrinsic
-// through a second register every step (two extra moves on the dependency chain); the asm form
-// keeps it in one.
-MTPLX_AVX512 inline void DotAccumulate(__m512i& acc, __m512i codes, __m512i x) {
-  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(codes), "v"(x));
-}
-
-// acc += codes . (the four int8 activations at x, broadcast to every lane), the broadcast folded
-// into the instruction's memory operand.
+// acc += codes . (the four int8 activations at x, broadcast to every lane) (vpdpbusd) updated in
+// place, the broadcast folded into the instruction's memory operand. GCC 12 copies the
+// accumulator of the intrinsic through a second register every step (two extra moves on the
+// dependency chain); the asm form keeps it in one.
 MTPLX_AVX512 inline void DotAccumulateBroadcast(__m512i& acc, __m512i codes, const int8_t* x) {
   asm("vpdpbusd %2%{1to16%}, %1, %0"
       : "+v"(acc)
