@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/tuning.h"
+#include "engine/bench.h"
 #include "engine/tune.h"
 #include "pack/runtime_manifest.h"
 
@@ -47,6 +48,27 @@ std::string JoinInts(const std::vector<int>& values) {
   std::string out;
   for (int v : values) out += StrCat(out.empty() ? "" : ",", v);
   return out;
+}
+
+// Rows a server's batched step verifies at most (--parallel 4 at depth 3): the draft plan's
+// prices are measured up to here and extrapolated past it.
+constexpr int kStepCostRows = 16;
+
+// What batched steps cost at the engine's thread count, for a server's draft plan. v(R) may not
+// fall as R grows: a noisy sample must not make rows look free.
+Result<engine::StepCosts> MeasureStepCosts(const engine::Engine& engine) {
+  engine::BenchOptions bench;
+  bench.max_verify_rows = kStepCostRows;
+  bench.rounds = 2;
+  bench.prefill_sizes.clear();
+  bench.bandwidth_bytes = uint64_t{64} << 20;
+  MTPLX_ASSIGN_OR_RETURN(engine::BenchReport report, engine::RunBench(engine.model(), bench));
+  engine::StepCosts costs;
+  costs.verify = report.verify_cost;
+  for (size_t i = 1; i < costs.verify.size(); ++i)
+    costs.verify[i] = std::max(costs.verify[i], costs.verify[i - 1]);
+  costs.draft = report.draft_cost_ratio.value_or(0.0);
+  return costs;
 }
 
 io::TuningRecord ToRecord(const engine::TuneReport& report, int max_tokens, int threads,
@@ -122,7 +144,7 @@ int RunTune(TuneFlags f) {
   std::vector<std::string> thread_prompts(engine::TunePrompts().begin(),
                                           engine::TunePrompts().begin() + 2);
   const uint64_t runs = (choose_threads ? candidates.size() * thread_prompts.size() : 0) +
-                        engine::TunePrompts().size() * (depths->size() + 1);
+                        engine::TunePrompts().size() * (depths->size() + 1) + 1;
   if (!f.json && !f.quiet)
     std::printf(
         "mtplx tune: %s on %s; %splain decoding and depths %s on %zu coding prompts x %d "
@@ -150,6 +172,16 @@ int RunTune(TuneFlags f) {
   ProgressBar progress("tuning", runs, "runs", !f.quiet && !f.json);
   uint64_t finished = 0;
   const auto step = [&](int done, int) { progress.Set(finished + static_cast<uint64_t>(done)); };
+  // Batched steps are priced at the thread count a server uses (the key's), once.
+  engine::StepCosts step_costs;
+  bool step_costs_measured = false;
+  const auto measure_step_costs = [&]() -> Status {
+    if (step_costs_measured || engine_threads != key->threads) return Status::Ok();
+    MTPLX_ASSIGN_OR_RETURN(step_costs, MeasureStepCosts(*engine));
+    step_costs_measured = true;
+    progress.Set(++finished);
+    return Status::Ok();
+  };
   std::vector<engine::ThreadMeasurement> thread_results;
   if (choose_threads) {
     engine::TuneOptions plain;
@@ -162,6 +194,7 @@ int RunTune(TuneFlags f) {
       if (!measured.ok()) return ReportError(measured.status().message());
       thread_results.push_back({threads, measured->results.front().tok_s});
       finished += thread_prompts.size();
+      if (Status s = measure_step_costs(); !s.ok()) return ReportError(s.message());
     }
   }
   const int threads = choose_threads ? engine::ChooseThreads(thread_results) : candidates.front();
@@ -170,9 +203,13 @@ int RunTune(TuneFlags f) {
   tune.depths = *depths;
   tune.max_tokens = f.max_tokens;
   auto report = engine::RunTune(*engine, tune, step);
-  progress.Finish();
   if (!report.ok()) return ReportError(report.status().message());
-  const io::TuningRecord record = ToRecord(*report, f.max_tokens, threads, thread_results);
+  finished += engine::TunePrompts().size() * (depths->size() + 1);
+  if (Status s = measure_step_costs(); !s.ok()) return ReportError(s.message());
+  progress.Finish();
+  io::TuningRecord record = ToRecord(*report, f.max_tokens, threads, thread_results);
+  record.step_verify_costs = step_costs.verify;
+  record.step_draft_cost = step_costs.draft;
   if (Status s = io::StoreTuning(store, *key, record); !s.ok()) return ReportError(s.message());
   if (f.json) {
     std::printf("%s\n", RecordJson(record, *key, false).dump(2).c_str());
@@ -185,6 +222,12 @@ int RunTune(TuneFlags f) {
     std::printf("; keeps %d\n", threads);
   }
   PrintTable(*report);
+  if (step_costs.verify.size() >= 16)
+    std::printf(
+        "  batched steps (%d threads, in plain steps): v(4) %.2f  v(8) %.2f  v(16) %.2f;"
+        " draft round %.3f\n",
+        key->threads, step_costs.verify[3], step_costs.verify[7], step_costs.verify[15],
+        step_costs.draft);
   std::printf("%s\nStored in %s: run, chat, serve and start use it on this machine.\n",
               report->verdict.c_str(), store.c_str());
   return 0;

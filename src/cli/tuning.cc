@@ -75,6 +75,7 @@ std::string ApplyTunedDepth(engine::EngineOptions& options, bool apply_threads) 
   if (!key.ok()) return "";
   const auto record = io::LoadTuning(io::TuningStorePath(), *key);
   if (!record) return "";
+  options.step_costs = {record->step_verify_costs, record->step_draft_cost};
   // The thread count tune chose (when the run leaves it to the machine): the depth was measured
   // with it.
   std::string threads;

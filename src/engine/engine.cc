@@ -311,7 +311,7 @@ void Engine::StepAll(std::vector<std::unique_ptr<Active>>& running) {
   for (const auto& a : running)
     if (!a->sequence->finished()) stepping.push_back(a->sequence.get());
   if (!stepping.empty()) {
-    const Status stepped = Step(*model_, stepping, options_.max_step_rows);
+    const Status stepped = Step(*model_, stepping, options_.max_step_rows, options_.step_costs);
     if (!stepped.ok()) {
       // A forward refused the batch: nothing sensible can continue from these states.
       for (auto& a : running) Fail(*a, stepped);

@@ -29,6 +29,7 @@
 #include "engine/generator.h"
 #include "engine/session_bank.h"
 #include "engine/speculative.h"
+#include "engine/step_plan.h"
 #include "grammar/grammar.h"
 #include "grammar/vocabulary.h"
 #include "io/generation_config.h"
@@ -78,6 +79,10 @@ struct EngineOptions {
   // past the point where a forward turns compute-bound, drafting costs more than it wins.
   // 0: no limit.
   int max_step_rows = 16;
+  // What batched steps cost on this machine (`mtplx tune` measures them): with them, a step of
+  // several requests also cuts drafts whose odds no longer pay for their rows
+  // (engine/step_plan.h). Empty: only max_step_rows applies.
+  StepCosts step_costs;
   // The memory budget in bytes (0: what is free at start and the cgroup limit decide). A request
   // whose projected state does not fit, even after evicting cached prefixes, is refused before
   // its prefill (StatusCode::kOutOfMemory, HTTP 507).

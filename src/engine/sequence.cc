@@ -192,6 +192,24 @@ bool Sequence::CutDraft() {
   return true;
 }
 
+PlanSlot Sequence::Slot() const {
+  PlanSlot slot;
+  slot.rows = trunk_rows();
+  slot.depth = cycle_depth();
+  slot.cuttable = cycle_open_ && depth_ > 0 && request_.depth_may_vary;
+  if (!cycle_open_) return slot;
+  // A pinned depth has no live acceptance: the controller's prior stands in.
+  constexpr double kUnknownAcceptance = 0.7;
+  double odds = 1.0;
+  slot.expected_tokens = 1.0;
+  for (int d = 1; d <= slot.depth; ++d) {
+    odds *= controller_ ? controller_->acceptance(d) : kUnknownAcceptance;
+    slot.expected_tokens += odds;
+  }
+  slot.last_draft_odds = slot.depth > 0 ? odds : 0.0;
+  return slot;
+}
+
 bool Sequence::WantsMtp(int round) const {
   if (finished_ || !speculative_) return false;
   if (prefilling()) return round == 0 && !pair_tokens_.empty();
@@ -419,28 +437,23 @@ Result<SpeculativeResult> Sequence::TakeResult() {
 
 namespace {
 
-// While the step's trunk rows exceed `max_rows`, one draft of the deepest sequence that allows it
-// goes (ties: the first in the batch).
-void FitRows(std::span<Sequence* const> sequences, int max_rows) {
-  int64_t rows = 0;
-  for (const Sequence* s : sequences) rows += s->trunk_rows();
-  while (rows > max_rows) {
-    std::vector<Sequence*> order(sequences.begin(), sequences.end());
-    std::stable_sort(order.begin(), order.end(), [](const Sequence* a, const Sequence* b) {
-      return a->cycle_depth() > b->cycle_depth();
-    });
-    bool cut = false;
-    for (auto it = order.begin(); it != order.end() && !cut; ++it) cut = (*it)->CutDraft();
-    if (!cut) return;
-    --rows;
+// Cuts drafts as engine/step_plan.h decides, one at a time.
+void PlanDrafts(std::span<Sequence* const> sequences, int max_rows, const StepCosts& costs) {
+  std::vector<PlanSlot> slots;
+  for (;;) {
+    slots.clear();
+    for (const Sequence* s : sequences) slots.push_back(s->Slot());
+    const int cut = NextCut(slots, costs, max_rows);
+    if (cut < 0 || !sequences[cut]->CutDraft()) return;
   }
 }
 
 }  // namespace
 
-Status Step(const model::Model& model, std::span<Sequence* const> sequences, int max_rows) {
+Status Step(const model::Model& model, std::span<Sequence* const> sequences, int max_rows,
+            const StepCosts& costs) {
   for (Sequence* s : sequences) s->Begin();
-  if (max_rows > 0) FitRows(sequences, max_rows);
+  PlanDrafts(sequences, max_rows, costs);
   std::vector<model::ForwardItem> items;
   std::vector<Sequence*> members;
   for (int round = 0;; ++round) {

@@ -31,6 +31,7 @@
 #include "engine/generator.h"
 #include "engine/prefix.h"
 #include "engine/speculative.h"
+#include "engine/step_plan.h"
 #include "grammar/constraint.h"
 #include "model/model.h"
 #include "sample/sampler.h"
@@ -62,6 +63,8 @@ class Sequence {
   // or its output could depend on the depth.
   bool CutDraft();
   int cycle_depth() const { return cycle_open_ ? depth_ : 0; }
+  // This step's part as the draft plan sees it (engine/step_plan.h), after Begin.
+  PlanSlot Slot() const;
   bool WantsMtp(int round) const;
   model::ForwardItem MtpItem(int round);
   // After the round's forward ran (its wall time, for the stats).
@@ -147,6 +150,7 @@ class Sequence {
 // forward. Sequences that finish during the step are left finished. With max_rows > 0, drafts of
 // sequences whose output does not depend on them are cut (deepest first) while the step's trunk
 // rows exceed it.
-Status Step(const model::Model& model, std::span<Sequence* const> sequences, int max_rows = 0);
+Status Step(const model::Model& model, std::span<Sequence* const> sequences, int max_rows = 0,
+            const StepCosts& costs = {});
 
 }  // namespace mtplx::engine

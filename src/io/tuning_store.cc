@@ -27,11 +27,18 @@ Json RecordJson(const TuningRecord& r, const TuningKey& key) {
   Json threads = Json::array();
   for (const TuningThreadResult& t : r.thread_results)
     threads.push_back({{"threads", t.threads}, {"tok_s", t.tok_s}});
-  return {{"model", key.model},         {"cpu", key.cpu},
-          {"threads", key.threads},     {"engine_version", key.engine_version},
-          {"best_depth", r.best_depth}, {"run_threads", r.threads},
-          {"thread_results", threads},  {"verdict", r.verdict},
-          {"results", results},         {"measured_at", r.measured_at},
+  return {{"model", key.model},
+          {"cpu", key.cpu},
+          {"threads", key.threads},
+          {"engine_version", key.engine_version},
+          {"best_depth", r.best_depth},
+          {"run_threads", r.threads},
+          {"thread_results", threads},
+          {"step_verify_costs", r.step_verify_costs},
+          {"step_draft_cost", r.step_draft_cost},
+          {"verdict", r.verdict},
+          {"results", results},
+          {"measured_at", r.measured_at},
           {"max_tokens", r.max_tokens}};
 }
 
@@ -52,6 +59,17 @@ std::optional<TuningRecord> RecordFrom(const Json& j) {
       if (x.is_object() && x.contains("threads") && x["threads"].is_number_integer() &&
           x.contains("tok_s") && x["tok_s"].is_number())
         r.thread_results.push_back({x["threads"].get<int>(), x["tok_s"].get<double>()});
+  if (j.contains("step_verify_costs") && j["step_verify_costs"].is_array()) {
+    for (const Json& v : j["step_verify_costs"]) {
+      if (!v.is_number() || v.get<double>() <= 0) {
+        r.step_verify_costs.clear();  // a broken curve is no curve
+        break;
+      }
+      r.step_verify_costs.push_back(v.get<double>());
+    }
+  }
+  if (j.contains("step_draft_cost") && j["step_draft_cost"].is_number())
+    r.step_draft_cost = std::max(0.0, j["step_draft_cost"].get<double>());
   if (j.contains("results") && j["results"].is_array())
     for (const Json& x : j["results"]) {
       if (!x.is_object() || !x.contains("depth") || !x["depth"].is_number_integer()) continue;

@@ -38,6 +38,10 @@ struct TuningRecord {
   // before tune chose threads (then the run's own count applies).
   int threads = 0;
   std::vector<TuningThreadResult> thread_results;  // empty when the count was given
+  // Batched steps at the key's thread count (a server's): v(R) of a trunk forward of R rows
+  // for R = 1.., and one MTP round, in plain steps. Empty when not measured.
+  std::vector<double> step_verify_costs;
+  double step_draft_cost = 0.0;
   std::string verdict;
   std::vector<TuningResult> results;
   std::string measured_at;  // UTC ISO-8601
