@@ -60,6 +60,7 @@ Result<engine::StepCosts> MeasureStepCosts(const engine::Engine& engine) {
   engine::BenchOptions bench;
   bench.max_verify_rows = kStepCostRows;
   bench.rounds = 2;
+  bench.min_sample_seconds = 0.02;
   bench.prefill_sizes.clear();
   bench.bandwidth_bytes = uint64_t{64} << 20;
   MTPLX_ASSIGN_OR_RETURN(engine::BenchReport report, engine::RunBench(engine.model(), bench));
@@ -94,10 +95,16 @@ Json RecordJson(const io::TuningRecord& r, const io::TuningKey& key, bool stored
   Json threads = Json::array();
   for (const io::TuningThreadResult& t : r.thread_results)
     threads.push_back({{"threads", t.threads}, {"tok_s", t.tok_s}});
-  return {{"verdict", r.verdict},       {"best_depth", r.best_depth},
-          {"threads", r.threads},       {"thread_results", threads},
-          {"results", results},         {"measured_at", r.measured_at},
-          {"key", key.ToString()},      {"store", io::TuningStorePath()},
+  return {{"verdict", r.verdict},
+          {"best_depth", r.best_depth},
+          {"threads", r.threads},
+          {"thread_results", threads},
+          {"step_verify_costs", r.step_verify_costs},
+          {"step_draft_cost", r.step_draft_cost},
+          {"results", results},
+          {"measured_at", r.measured_at},
+          {"key", key.ToString()},
+          {"store", io::TuningStorePath()},
           {"from_store", stored_before}};
 }
 

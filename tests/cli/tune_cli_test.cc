@@ -104,6 +104,12 @@ TEST(TuneCliTest, ChoosesTheThreadCountAndRunUsesIt) {
   EXPECT_NE(std::find(candidates.begin(), candidates.end(), threads), candidates.end()) << threads;
   ASSERT_EQ(j["thread_results"].size(), candidates.size() > 1 ? candidates.size() : 0u);
   for (const Json& t : j["thread_results"]) EXPECT_GT(t["tok_s"].get<double>(), 0.0);
+  // The server's batched steps were priced: v(1..16), never falling, and a draft round.
+  const std::vector<double> v = j["step_verify_costs"].get<std::vector<double>>();
+  ASSERT_EQ(v.size(), 16u);
+  EXPECT_DOUBLE_EQ(v[0], 1.0);
+  EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+  EXPECT_GT(j["step_draft_cost"].get<double>(), 0.0);
   // Pretend one thread won, so the run's notice shows the count it applied.
   Json store = Json::parse(*ReadTextFile(home.store()));
   for (auto& [key, entry] : store["entries"].items()) entry["run_threads"] = 1;

@@ -77,6 +77,8 @@ TEST(TuningStoreTest, RoundTripsPerKeyAndKeepsOtherEntries) {
   r.results = {{0, 100, 0}, {2, 180, 0.7}};
   r.threads = 1;
   r.thread_results = {{2, 60.5}, {1, 80.25}};
+  r.step_verify_costs = {1.0, 1.05, 1.5};
+  r.step_draft_cost = 0.07;
   r.measured_at = "2026-01-01T00:00:00Z";
   ASSERT_TRUE(io::StoreTuning(path, a, r).ok());
   r.best_depth = 0;
@@ -91,6 +93,8 @@ TEST(TuningStoreTest, RoundTripsPerKeyAndKeepsOtherEntries) {
   ASSERT_EQ(got->thread_results.size(), 2u);
   EXPECT_EQ(got->thread_results[1].threads, 1);
   EXPECT_DOUBLE_EQ(got->thread_results[1].tok_s, 80.25);
+  EXPECT_EQ(got->step_verify_costs, std::vector<double>({1.0, 1.05, 1.5}));
+  EXPECT_DOUBLE_EQ(got->step_draft_cost, 0.07);
   EXPECT_EQ(io::LoadTuning(path, b)->best_depth, 0);
   io::TuningKey other = a;
   other.engine_version = "0.2.0";  // another engine version: measure again
