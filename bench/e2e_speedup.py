@@ -9,7 +9,9 @@ drift on a shared machine hits them alike:
     mtplx run --raw PROMPT --max-tokens N --ignore-eos --json --threads T [--no-mtp | --depth D]
 
 (`--depth` pins the depth; `adaptive` is the default, where the depth follows acceptance).
-Decode tok/s is what `run --json` reports (prefill excluded). For each mode the script reports
+Decode tok/s is what `run --json` reports (prefill excluded). Round r samples with seed r (every
+mode of a round alike): sampled text, and with it acceptance, varies a lot from seed to seed, so
+more rounds are more texts, not the same texts timed again. For each mode the script reports
 the median over prompts and rounds of tok/s, and the median of the per-prompt ratio to plain
 decoding measured in the same round. With --llama-bench and --gguf, `llama-bench -p 0 -n N -t T`
 runs between rounds (llama.cpp's plain decoding; its tg rate).
@@ -40,10 +42,10 @@ SAMPLERS = {"T0.6": ["--temperature", "0.6", "--top-p", "0.95", "--top-k", "20"]
             "greedy": ["--temperature", "0"]}
 
 
-def run_mtplx(args, prompt, mode, sampler):
+def run_mtplx(args, prompt, mode, sampler, seed):
     extra = ["--no-mtp"] if mode == "AR" else [] if mode == "adaptive" else ["--depth", mode[1:]]
     cmd = [args.mtplx, "run", "--raw", prompt, "--model", args.model, "--max-tokens",
-           str(args.max_tokens), "--ignore-eos", "--json", "--quiet", "--seed", "1",
+           str(args.max_tokens), "--ignore-eos", "--json", "--quiet", "--seed", str(seed),
            "--threads", str(args.threads)] + SAMPLERS[sampler] + extra
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -130,7 +132,7 @@ def main():
     for r in range(args.rounds):
         for sampler in samplers:
             for i, prompt in enumerate(prompts):
-                row = {m: run_mtplx(args, prompt, m, sampler) for m in mtplx_modes}
+                row = {m: run_mtplx(args, prompt, m, sampler, r + 1) for m in mtplx_modes}
                 row.update({m: srv.complete(args, prompt, sampler) for m, srv in servers.items()})
                 for m in modes:
                     results[sampler][m].append(row[m])
