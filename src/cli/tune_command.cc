@@ -45,9 +45,9 @@ Result<std::vector<int>> ParseDepths(const std::string& text) {
 }
 
 std::string JoinInts(const std::vector<int>& values) {
-  std::string out;
-  for (int v : values) out += StrCat(out.empty() ? "" : ",", v);
-  return out;
+  std::vector<std::string> parts;
+  for (int v : values) parts.push_back(std::to_string(v));
+  return StrJoin(parts, ",");
 }
 
 // Rows a server's batched step verifies at most (--parallel 4 at depth 3): the draft plan's

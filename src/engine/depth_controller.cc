@@ -32,6 +32,12 @@ double DepthController::acceptance(int depth) const {
   return (accepted_[j] + kPriorAcceptance * kPriorWeight) / (proposed_[j] + kPriorWeight);
 }
 
+double DepthController::odds(int depth) const {
+  double chain = 1.0;
+  for (int d = 1; d <= depth; ++d) chain *= acceptance(d);
+  return chain;
+}
+
 double DepthController::expected_tokens(int depth) const {
   double expected = 1.0, chain = 1.0;
   for (int d = 1; d <= depth; ++d) {

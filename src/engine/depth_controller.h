@@ -34,6 +34,7 @@ class DepthController {
   // Estimates, for tests and reports.
   double acceptance(int depth) const;       // conditional, depth 1..max
   double expected_tokens(int depth) const;  // E(d)
+  double odds(int depth) const;             // a1 ... ad: draft d accepted with all before it
   double cycle_cost(int depth) const { return costs_[depth]; }
   int max_depth() const { return max_depth_; }
 

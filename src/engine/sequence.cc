@@ -198,15 +198,11 @@ PlanSlot Sequence::Slot() const {
   slot.depth = cycle_depth();
   slot.cuttable = cycle_open_ && depth_ > 0 && request_.depth_may_vary;
   if (!cycle_open_) return slot;
-  // A pinned depth has no live acceptance: the controller's prior stands in.
-  constexpr double kUnknownAcceptance = 0.7;
-  double odds = 1.0;
-  slot.expected_tokens = 1.0;
-  for (int d = 1; d <= slot.depth; ++d) {
-    odds *= controller_ ? controller_->acceptance(d) : kUnknownAcceptance;
-    slot.expected_tokens += odds;
-  }
-  slot.last_draft_odds = slot.depth > 0 ? odds : 0.0;
+  // A pinned depth has no live acceptance: a fresh controller's prior stands in.
+  static const DepthController kPrior(DepthController::kMaxDepth, 0, {});
+  const DepthController& c = controller_ ? *controller_ : kPrior;
+  slot.expected_tokens = c.expected_tokens(slot.depth);
+  slot.last_draft_odds = slot.depth > 0 ? c.odds(slot.depth) : 0.0;
   return slot;
 }
 
@@ -439,6 +435,7 @@ namespace {
 
 // Cuts drafts as engine/step_plan.h decides, one at a time.
 void PlanDrafts(std::span<Sequence* const> sequences, int max_rows, const StepCosts& costs) {
+  if (max_rows <= 0 && (!costs.known() || sequences.size() < 2)) return;  // nothing to plan
   std::vector<PlanSlot> slots;
   for (;;) {
     slots.clear();

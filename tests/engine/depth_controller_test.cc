@@ -76,6 +76,8 @@ TEST(DepthControllerTest, ExpectedTokensAndCostsFollowTheFormula) {
   for (int i = 0; i < 200; ++i) c.Observe(2, 2);  // always accepted
   EXPECT_NEAR(c.expected_tokens(2), 3.0, 0.1);
   EXPECT_NEAR(c.expected_tokens(0), 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(c.odds(2), c.acceptance(1) * c.acceptance(2));
+  EXPECT_DOUBLE_EQ(c.expected_tokens(2), 1.0 + c.odds(1) + c.odds(2));
   EXPECT_DOUBLE_EQ(c.cycle_cost(2), 1.4);
   EXPECT_DOUBLE_EQ(c.cycle_cost(4), 1.8);  // extrapolated: 0.2 a draft
 }
