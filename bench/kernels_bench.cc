@@ -123,11 +123,12 @@ BENCHMARK(BM_MatMulSmallLayer)
     ->Unit(benchmark::kMicrosecond);
 
 // Args: context length, query rows M, threads, model (0 = the bundled model's 4 heads / 2 kv heads
-// of 64; 1 = a 9B-class layer's 16 / 4 of 256). Reports the key and value bytes read per call:
-// the M rows of a verify pass share one read of the cache.
+// of 64; 1 = a 9B-class layer's 16 / 4 of 256), KV cache type (0 = f32, 1 = bf16). Reports the
+// key and value bytes read per call: the M rows of a verify pass share one read of the cache.
 void BM_Attention(benchmark::State& state) {
   const int64_t context = state.range(0), rows = state.range(1);
   const AttentionDims dims = state.range(3) ? AttentionDims{16, 4, 256} : AttentionDims{4, 2, 64};
+  const KvType type = state.range(4) ? KvType::kBf16 : KvType::kF32;
   ThreadPool pool(static_cast<int>(state.range(2)));
   const int64_t length = context + rows, kv = length * dims.kv_heads * dims.head_dim;
   SplitMix64 rng(3);
@@ -135,16 +136,20 @@ void BM_Attention(benchmark::State& state) {
   for (auto& v : keys) v = static_cast<float>(rng.Uniform(-1, 1));
   for (auto& v : values) v = static_cast<float>(rng.Uniform(-1, 1));
   for (auto& v : q) v = static_cast<float>(rng.Uniform(-1, 1));
+  std::vector<uint8_t> key_cache(kv * KvElementBytes(type)), value_cache(key_cache.size());
+  StoreKvRow(keys.data(), kv, type, key_cache.data());
+  StoreKvRow(values.data(), kv, type, value_cache.data());
   std::vector<float> out(q.size());
   for (auto _ : state) {
-    CausalAttention(dims, q.data(), rows, context, {keys.data(), values.data(), length}, 0.125f,
-                    out.data(), &pool);
+    CausalAttention(dims, q.data(), rows, context,
+                    {key_cache.data(), value_cache.data(), length, type}, 0.125f, out.data(),
+                    &pool);
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetBytesProcessed(state.iterations() * 2 * kv * static_cast<int64_t>(sizeof(float)));
+  state.SetBytesProcessed(state.iterations() * 2 * kv * KvElementBytes(type));
 }
 BENCHMARK(BM_Attention)
-    ->ArgsProduct({{512, 2048, 8192}, {1, 2, 4}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{512, 2048, 8192}, {1, 2, 4}, {1, 2}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

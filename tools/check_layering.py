@@ -14,7 +14,7 @@ ALLOWED = {
     "tensor": {"base"},
     "kernels": {"tensor", "base"},
     "io": {"tensor", "base"},
-    "state": {"base"},
+    "state": {"kernels", "tensor", "base"},
     "model": {"state", "kernels", "io", "tensor", "base"},
     "tokenizer": {"base"},
     "pack": {"io", "kernels", "tensor", "base"},

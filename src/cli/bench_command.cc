@@ -29,6 +29,7 @@ struct BenchFlags {
   std::string prefill = "512,2048";
   int repeats = 5;
   int64_t context = 64;
+  bool synthetic_context = false;
   int verify_rows = 8;  // v(1..8); depth D needs v(D + 1), B batched sequences v(B (D + 1))
   uint64_t bandwidth_mib = 512;
   // Loaded as `run` loads the model, so the numbers are the ones generation sees.
@@ -36,6 +37,7 @@ struct BenchFlags {
   int draft_head_bits = GenerationFlags().draft_head_bits;
   int draft_layer_bits = GenerationFlags().draft_layer_bits;
   int64_t draft_vocab = GenerationFlags().draft_vocab;
+  std::string kv_cache = GenerationFlags().kv_cache;
 };
 
 // "0.9,0.8" -> {0.9, 0.8}; each value within [low, high].
@@ -95,6 +97,7 @@ nlohmann::json ReportJson(const engine::BenchReport& r, const model::Model& m,
   return {{"model", m.dir()},
           {"threads", r.threads},
           {"context", r.context},
+          {"synthetic_context", r.synthetic_context},
           {"weight_bytes", m.weight_bytes()},
           {"load_s", m.load_seconds()},
           {"load_phases_s",
@@ -102,6 +105,7 @@ nlohmann::json ReportJson(const engine::BenchReport& r, const model::Model& m,
             {"draft_head", m.load_phases().draft_head},
             {"repack", m.load_phases().repack}}},
           {"activations", ActivationsName(m)},
+          {"kv_cache", kernels::KvTypeName(m.kv_type())},
           {"kernels", model::Model::KernelsName()},
           {"draft_head_bits", m.draft_head_bits()},
           {"draft_layer_bits", m.draft_layer_bits()},
@@ -140,9 +144,10 @@ void PrintTable(const engine::BenchReport& r, const model::Model& m,
       (m.draft_head_bits() ? StrCat(m.draft_head_bits(), "-bit draft head")
                            : "model's draft head") +
       (m.draft_layer_bits() ? StrCat(", ", m.draft_layer_bits(), "-bit draft layer") : "");
-  std::printf("mtplx bench: %s (%d threads, context %lld, %s activations, %s kernels, %s)\n",
-              m.dir().c_str(), r.threads, static_cast<long long>(r.context), ActivationsName(m),
-              model::Model::KernelsName(), head.c_str());
+  std::printf(
+      "mtplx bench: %s (%d threads, context %lld, %s activations, %s KV cache, %s kernels, %s)\n",
+      m.dir().c_str(), r.threads, static_cast<long long>(r.context), ActivationsName(m),
+      kernels::KvTypeName(m.kv_type()), model::Model::KernelsName(), head.c_str());
   std::printf("  %-26s %.2f GB/s (triad %.2f GB/s, %s arrays)\n", "memory read bandwidth",
               r.bandwidth.read_gbs, r.bandwidth.triad_gbs, HumanBytes(r.bandwidth.bytes).c_str());
   const model::Model::LoadPhases& phases = m.load_phases();
@@ -202,12 +207,14 @@ int RunBenchCommand(BenchFlags f) {
   load.draft_head_bits = f.draft_head_bits;
   load.draft_layer_bits = f.draft_layer_bits;
   load.draft_vocab = f.draft_vocab;
+  load.kv_type = KvTypeFromFlag(f.kv_cache);
   auto loaded = model::Model::Load(f.model_dir, load);
   if (!loaded.ok()) return ReportError(loaded.status().message());
   const model::Model& m = **loaded;
 
   engine::BenchOptions options;
   options.context = f.context;
+  options.synthetic_context = f.synthetic_context;
   options.max_verify_rows = f.verify_rows;
   options.rounds = f.repeats;
   options.prefill_sizes = *prefill;
@@ -234,6 +241,7 @@ Runner AddBenchCommand(CLI::App& app) {
       "bench", "Measure memory bandwidth, decode, verify, draft and prefill cost on this machine");
   cmd->add_option("--model", f->model_dir, "Model folder (default: the bundled model)");
   cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)");
+  AddKvCacheFlag(cmd, f->kv_cache);
   cmd->add_flag("--json", f->json, "Print one JSON object instead of a table");
   cmd->add_option("--acceptance", f->acceptance,
                   "Conditional acceptance at depth 1,2,3,... for the projection (default "
@@ -244,6 +252,9 @@ Runner AddBenchCommand(CLI::App& app) {
                   "Prompt sizes to time prefill at (default 512,2048; none skips)");
   cmd->add_option("--context", f->context, "Tokens in the state while decode/verify are timed")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--synthetic-context", f->synthetic_context,
+                "Stand zero KV rows in for the context instead of prefilling it (step times do "
+                "not depend on the cached values; a long context is ready at once)");
   cmd->add_option("--verify-rows", f->verify_rows,
                   "Largest verify forward to time: v(m) for m = 1..N (default 8; a server "
                   "batching B sequences at depth D runs B (D + 1) rows)")

@@ -11,6 +11,7 @@
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
+#include "cli/session.h"
 #include "io/checkpoint.h"
 #include "io/model_cache.h"
 #include "io/model_config.h"
@@ -25,6 +26,7 @@ using Json = nlohmann::json;
 struct InspectFlags {
   std::string dir;
   int64_t context = 32768;
+  std::string kv_cache = GenerationFlags().kv_cache;
   bool json = false;
 };
 
@@ -61,9 +63,10 @@ struct StateSize {
   uint64_t recurrent = 0;
 };
 
-StateSize SequenceState(const io::ModelConfig& c, bool has_mtp) {
+StateSize SequenceState(const io::ModelConfig& c, bool has_mtp, kernels::KvType kv_type) {
   StateSize s;
-  const uint64_t kv = 2 * static_cast<uint64_t>(c.num_kv_heads * c.head_dim) * sizeof(float);
+  const uint64_t kv =
+      2 * static_cast<uint64_t>(c.num_kv_heads * c.head_dim * kernels::KvElementBytes(kv_type));
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
     if (c.IsFullAttention(layer)) {
       s.kv_per_token += kv;
@@ -142,11 +145,12 @@ Json Inspect(const InspectFlags& f, std::string& error) {
     out["mtp"]["depth_max"] = k.mtp_depth_max;
     out["mtp"]["depth_default"] = k.mtp_depth_default.value_or(1);
   }
-  const StateSize state = SequenceState(c, has_mtp);
+  const StateSize state = SequenceState(c, has_mtp, KvTypeFromFlag(f.kv_cache));
   const int64_t context = std::min<int64_t>(f.context, c.max_position_embeddings);
   const uint64_t sequence = state.kv_per_token * static_cast<uint64_t>(context) + state.recurrent;
   out["memory"] = {{"context", context},
                    {"weights_bytes", w.bytes},
+                   {"kv_cache", f.kv_cache},
                    {"kv_bytes_per_token", state.kv_per_token},
                    {"recurrent_bytes", state.recurrent},
                    {"sequence_bytes_at_context", sequence},
@@ -195,13 +199,14 @@ void Print(const Json& j) {
     std::printf("  contract: INVALID: %s\n", k["error"].get<std::string>().c_str());
   const Json& mem = j["memory"];
   std::printf(
-      "  memory at %lld tokens of context: %s (weights %s + one sequence %s: %s a token, "
-      "%s fixed)\n",
+      "  memory at %lld tokens of context: %s (weights %s + one sequence %s: %s a token with a "
+      "%s KV cache, %s fixed)\n",
       static_cast<long long>(mem["context"]),
       HumanBytes(mem["total_bytes_at_context"].get<uint64_t>()).c_str(),
       HumanBytes(mem["weights_bytes"].get<uint64_t>()).c_str(),
       HumanBytes(mem["sequence_bytes_at_context"].get<uint64_t>()).c_str(),
       HumanBytes(mem["kv_bytes_per_token"].get<uint64_t>()).c_str(),
+      mem["kv_cache"].get<std::string>().c_str(),
       HumanBytes(mem["recurrent_bytes"].get<uint64_t>()).c_str());
 }
 
@@ -214,6 +219,7 @@ Runner AddInspectCommand(CLI::App& app) {
                   "The model folder, or ORG/NAME of a cached model (default: the bundled model)");
   cmd->add_option("--context", f->context, "Context length for the memory estimate")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  AddKvCacheFlag(cmd, f->kv_cache);
   cmd->add_flag("--json", f->json, "Print it as JSON");
   return [f] {
     // A folder, ORG/NAME of a model in the caches (`mtplx models`), or the bundled model.

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/interrupt.h"
+#include "cli/session.h"
 #include "cli/tuning.h"
 #include "pack/runtime_manifest.h"
 #include "server/server.h"
@@ -36,6 +37,7 @@ struct ServeFlags {
   int parallel = 4;
   double drain_seconds = 30;
   int max_step_rows = 16;
+  std::string kv_cache = GenerationFlags().kv_cache;
   std::string cache_dir;
   std::string cache_dir_size = "8G";
   std::string memory_budget;  // "" : automatic
@@ -152,6 +154,7 @@ int RunServe(const ServeFlags& f) {
   options.max_queue = f.max_queue;
   options.parallel = f.parallel;
   options.max_step_rows = f.max_step_rows;
+  options.load.kv_type = KvTypeFromFlag(f.kv_cache);
   options.cache_dir = f.cache_dir;
   options.engine_version = pack::MtplxVersion();
   if (!ParseByteSize(f.cache_dir_size, &options.cache_dir_bytes))
@@ -235,6 +238,7 @@ Runner AddServeCommand(CLI::App& app) {
                   "Sampling seed of requests that set none (default: a fresh random one each)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)");
+  AddKvCacheFlag(cmd, f->kv_cache);
   cmd->add_option("--parallel", f->parallel,
                   "Requests decoded at once, batched into every forward (default 4)")
       ->check(CLI::Range(1, 256));

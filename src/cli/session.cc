@@ -57,6 +57,7 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--activations", f.activations,
                   "Activations meeting quantized weights: int8 (fast, default) | f32 (exact)")
       ->check(CLI::IsMember({"int8", "f32"}));
+  AddKvCacheFlag(cmd, f.kv_cache);
   cmd->add_option("--draft-head-bits", f.draft_head_bits,
                   "Bits of the drafter's copy of the output head (0 = the model's head)")
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
@@ -78,6 +79,17 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--grammar", f.grammar_file,
                   "Constrain the reply to a sentence of this GBNF grammar (a file)");
   cmd->add_flag("--quiet", f.quiet, "No progress bar, notices or stats line");
+}
+
+void AddKvCacheFlag(CLI::App* cmd, std::string& kv_cache) {
+  cmd->add_option("--kv-cache", kv_cache,
+                  "Attention KV cache rows: bf16 (half the memory and bytes per token of "
+                  "context, default) | f32 (exact)")
+      ->check(CLI::IsMember({"bf16", "f32"}));
+}
+
+kernels::KvType KvTypeFromFlag(const std::string& kv_cache) {
+  return kv_cache == "f32" ? kernels::KvType::kF32 : kernels::KvType::kBf16;
 }
 
 namespace {
@@ -110,6 +122,7 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   options.load.show_progress = show_progress;
   options.load.activations =
       flags.activations == "f32" ? kernels::Activations::kF32 : kernels::Activations::kInt8;
+  options.load.kv_type = KvTypeFromFlag(flags.kv_cache);
   options.load.draft_head_bits = flags.draft_head_bits;
   options.load.draft_layer_bits = flags.draft_layer_bits;
   options.load.draft_vocab = flags.draft_vocab;

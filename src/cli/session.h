@@ -43,6 +43,8 @@ struct GenerationFlags {
   std::string mtp_hidden = "post";
   // Quantized matmuls: int8 (fast) | f32 (exact reference).
   std::string activations = "int8";
+  // KV cache rows: bf16 (half the bytes a long context reads, default) | f32 (exact reference).
+  std::string kv_cache = "bf16";
   // Bits of the drafter's own copy of the output head; 0: the model's head.
   int draft_head_bits = 4;
   // Bits of the MTP layer's matrices, quantized again at load when wider; 0: as stored.
@@ -57,6 +59,9 @@ struct GenerationFlags {
 };
 
 void AddGenerationFlags(CLI::App* cmd, GenerationFlags& flags);
+// --kv-cache, shared by every command that loads a model for generation.
+void AddKvCacheFlag(CLI::App* cmd, std::string& kv_cache);
+kernels::KvType KvTypeFromFlag(const std::string& kv_cache);
 
 // One reply as the terminal commands report it: the engine's completion, with finish_reason
 // "interrupted" when Ctrl-C / SIGTERM stopped it.

@@ -33,10 +33,11 @@ Status CheckSnapshot(const state::SequenceSnapshot& s, const state::StateLayout&
   // A prefix's trunk snapshot holds attention rows only (its DeltaNet states are per checkpoint).
   if (s.attention.size() != attention || (!s.delta.empty() && s.delta.size() != delta))
     return DataLoss("the cached state has another number of layers");
+  const int64_t row_bytes = head_dim * kernels::KvElementBytes(layout.kv_type);
   for (const auto& a : s.attention)
-    if (a.capacity < min_rows ||
-        a.keys.size() != static_cast<size_t>(layout.kv_heads * a.capacity * head_dim))
-      return DataLoss("a cached attention layer has another shape");
+    if (a.type != layout.kv_type || a.capacity < min_rows ||
+        a.keys.size() != static_cast<size_t>(layout.kv_heads * a.capacity * row_bytes))
+      return DataLoss("a cached attention layer has another shape or KV type");
   for (const auto& d : s.delta)
     if (d.conv.size() != static_cast<size_t>(layout.conv_history * layout.conv_channels) ||
         d.recurrent.size() != static_cast<size_t>(layout.recurrent_size))

@@ -52,12 +52,13 @@ Result<double> SecondsPerCall(double min_seconds, int64_t max_calls, const Reset
 // Bytes of sequence state one step reads: every cached K and V row of each attention layer, and
 // each DeltaNet layer's conv window and recurrent matrix.
 uint64_t StateBytesRead(const state::StateLayout& layout, int64_t position) {
-  uint64_t floats = 0;
+  uint64_t bytes = 0;
   for (bool attention : layout.is_attention)
-    floats += attention ? static_cast<uint64_t>(2 * position * layout.kv_width)
-                        : static_cast<uint64_t>(layout.conv_history * layout.conv_channels +
-                                                layout.recurrent_size);
-  return floats * sizeof(float);
+    bytes += attention ? static_cast<uint64_t>(position * layout.kv_bytes_per_position())
+                       : static_cast<uint64_t>(layout.conv_history * layout.conv_channels +
+                                               layout.recurrent_size) *
+                             sizeof(float);
+  return bytes;
 }
 
 // One bench over one model: the states at the measured context and their snapshots, the
@@ -111,17 +112,26 @@ int64_t BenchRun::ProgressSteps() const {
 Status BenchRun::PrepareContext() {
   const int64_t h = model_.config().hidden_size;
   const std::vector<int32_t> tokens = BenchTokens(0, context_ + 1, vocab_);
+  // Positions a synthetic context stands in for with zero rows; the rest are run.
+  const int64_t skipped = options_.synthetic_context ? context_ - 1 : 0;
   trunk_ = model_.NewState();
+  trunk_->ReserveKv(skipped);
+  trunk_->Advance(skipped);
   model::ForwardOptions history;
   history.no_logits = true;
   model::ForwardOutput out;
   MTPLX_RETURN_IF_ERROR(
-      model_.Forward(*trunk_, std::span<const int32_t>(tokens.data(), context_), history, &out));
+      model_.Forward(*trunk_, std::span<const int32_t>(tokens.data() + skipped, context_ - skipped),
+                     history, &out));
   trunk_at_context_ = trunk_->Snapshot();
   last_hidden_.assign(out.hidden.end() - h, out.hidden.end());
   if (!model_.has_mtp()) return Status::Ok();
   mtp_ = model_.NewMtpState();
-  if (context_ > 1) {
+  // The drafter's history, (hidden p, token p + 1) for p < context - 1: all zero rows in a
+  // synthetic context.
+  mtp_->ReserveKv(skipped);
+  mtp_->Advance(skipped);
+  if (skipped == 0 && context_ > 1) {
     model::ForwardOutput mtp_out;
     history.mtp_output_rows = 0;
     MTPLX_RETURN_IF_ERROR(
@@ -327,6 +337,7 @@ Result<BenchReport> BenchRun::Run() {
   BenchReport report;
   report.threads = model_.pool()->size();
   report.context = context_;
+  report.synthetic_context = options_.synthetic_context;
   report.resident_bytes = ReadProcessStats().resident_bytes;  // before any bench allocation
   if (options_.show_progress)
     progress_ = std::make_unique<ProgressBar>("bench", ProgressSteps(), "steps");

@@ -50,6 +50,7 @@ EngineOptions::EngineOptions() {
   load.draft_head_bits = 4;
   load.draft_layer_bits = 4;
   load.draft_vocab = model::kAutoDraftVocab;
+  load.kv_type = kernels::KvType::kBf16;
 }
 
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
@@ -357,16 +358,17 @@ void Engine::SetMemoryBudget() {
 }
 
 // The disk tier. The fingerprint names everything a cached state depends on: the weights (folder
-// identity and file stamps), the activation numerics, the MTP layer's bits (its history) and the
-// engine version; not the CPU (every kernel family computes the same bits).
+// identity and file stamps), the activation numerics, the KV cache's type, the MTP layer's bits
+// (its history) and the engine version; not the CPU (every kernel family computes the same bits).
 Status Engine::OpenCacheDir() {
   if (options_.cache_dir.empty()) return Status::Ok();
   MTPLX_ASSIGN_OR_RETURN(std::string model, io::TuningModelId(options_.model_dir));
   MTPLX_ASSIGN_OR_RETURN(std::string files, io::WeightFilesStamp(options_.model_dir));
-  const std::string fingerprint = StrCat(
-      model, " | files ", files, " | activations ",
-      options_.load.activations == kernels::Activations::kInt8 ? "int8" : "f32", " | draft layer ",
-      model_->draft_layer_bits(), " bits | mtplx ", options_.engine_version);
+  const std::string fingerprint =
+      StrCat(model, " | files ", files, " | activations ",
+             options_.load.activations == kernels::Activations::kInt8 ? "int8" : "f32", " | kv ",
+             kernels::KvTypeName(options_.load.kv_type), " | draft layer ",
+             model_->draft_layer_bits(), " bits | mtplx ", options_.engine_version);
   CaptureShapes shapes;
   shapes.trunk = model_->NewState()->layout();
   shapes.head_dim = model_->config().head_dim;
@@ -670,7 +672,7 @@ MemoryPlan Engine::memory_plan() const {
   auto per_state = [&](const state::StateLayout& layout, uint64_t& kv, uint64_t& recurrent) {
     for (bool attention : layout.is_attention) {
       if (attention)
-        kv += 2 * static_cast<uint64_t>(layout.kv_width) * sizeof(float);
+        kv += static_cast<uint64_t>(layout.kv_bytes_per_position());
       else
         recurrent += static_cast<uint64_t>(layout.conv_history * layout.conv_channels +
                                            layout.recurrent_size) *

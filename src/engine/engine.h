@@ -172,7 +172,7 @@ using EventSink = std::function<void(const Event&)>;
 // Sizes the server prints and checks requests against.
 struct MemoryPlan {
   uint64_t weight_bytes = 0;
-  uint64_t kv_bytes_per_token = 0;      // every attention layer's keys and values, f32
+  uint64_t kv_bytes_per_token = 0;      // every attention layer's keys and values (KV type)
   uint64_t recurrent_bytes = 0;         // DeltaNet states of one sequence
   uint64_t state_bytes_at_context = 0;  // one sequence at the full context window
   uint64_t cache_budget_bytes = 0;

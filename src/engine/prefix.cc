@@ -97,7 +97,7 @@ uint64_t PrefixCapture::Bytes() const {
   auto snapshot_bytes = [](const state::SequenceSnapshot* s) -> uint64_t {
     if (!s) return 0;
     uint64_t total = 0;
-    for (const auto& a : s->attention) total += (a.keys.size() + a.values.size()) * sizeof(float);
+    for (const auto& a : s->attention) total += a.keys.size() + a.values.size();
     for (const auto& d : s->delta) total += (d.conv.size() + d.recurrent.size()) * sizeof(float);
     return total;
   };

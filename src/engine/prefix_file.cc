@@ -13,7 +13,7 @@ namespace mtplx::engine {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'T', 'P', 'L', 'X', 'P', 'F', 'X'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: each attention cache names its KV type
 constexpr uint64_t kMaxFingerprint = 4096;
 
 // A 64-bit checksum over 8-byte words (the tail zero-padded): fast enough for files of GBs, and
@@ -86,6 +86,8 @@ class Writer {
     Scalar<uint64_t>(s.attention.size());
     for (const auto& a : s.attention) {
       Scalar<int64_t>(a.capacity);
+      // 8 bytes, so the arrays stay word-aligned for the checksum's fast path.
+      Scalar<uint64_t>(static_cast<uint64_t>(a.type));
       Array(a.keys);
       Array(a.values);
     }
@@ -143,11 +145,18 @@ class Reader {
     MTPLX_RETURN_IF_ERROR(Count(layers, 4096));
     s.attention.resize(layers);
     for (auto& a : s.attention) {
+      uint64_t type = 0;
       MTPLX_RETURN_IF_ERROR(Scalar(a.capacity));
+      MTPLX_RETURN_IF_ERROR(Scalar(type));
+      if (type > static_cast<uint64_t>(kernels::KvType::kBf16))
+        return Corrupt(StrCat("an unknown KV cache type ", static_cast<int>(type)));
+      a.type = static_cast<kernels::KvType>(type);
       MTPLX_RETURN_IF_ERROR(Array(a.keys));
       MTPLX_RETURN_IF_ERROR(Array(a.values));
+      const uint64_t position_bytes =
+          static_cast<uint64_t>(a.capacity) * kernels::KvElementBytes(a.type);
       if (a.capacity < 0 || a.keys.size() != a.values.size() ||
-          (a.capacity > 0 && a.keys.size() % static_cast<uint64_t>(a.capacity) != 0))
+          (a.capacity > 0 && a.keys.size() % position_bytes != 0))
         return Corrupt("an attention cache of inconsistent size");
     }
     return Deltas(s.delta);

@@ -1,8 +1,10 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
+#include "base/float16.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -22,29 +24,78 @@
 
 namespace mtplx::kernels {
 
+const char* KvTypeName(KvType type) { return type == KvType::kBf16 ? "bf16" : "f32"; }
+
+bool ParseKvType(const char* name, KvType* type) {
+  if (std::strcmp(name, "f32") == 0) {
+    *type = KvType::kF32;
+  } else if (std::strcmp(name, "bf16") == 0) {
+    *type = KvType::kBf16;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+MTPLX_TARGET_CLONES void StoreKvRow(const float* from, int64_t n, KvType type, void* to) {
+  if (type == KvType::kF32) {
+    std::memcpy(to, from, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  auto* out = static_cast<uint16_t*>(to);
+  for (int64_t i = 0; i < n; ++i) out[i] = F32ToBf16(from[i]);
+}
+
+MTPLX_TARGET_CLONES void LoadKvRow(const void* from, int64_t n, KvType type, float* to) {
+  if (type == KvType::kF32) {
+    std::memcpy(to, from, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  const auto* in = static_cast<const uint16_t*>(from);
+  for (int64_t i = 0; i < n; ++i) to[i] = Bf16ToF32(in[i]);
+}
+
+namespace {
+
+// The plane of one key/value head (capacity * head_dim elements) within a cache's keys or values.
+const uint8_t* Plane(const void* planes, const KvPlanes& kv, int64_t head, int64_t d) {
+  return static_cast<const uint8_t*>(planes) + head * kv.capacity * d * KvElementBytes(kv.type);
+}
+
+// Rows [t0, t1) of a plane as floats: the plane itself when it holds f32, else widened into
+// scratch (which holds t1 - t0 rows).
+const float* RowsAsF32(const uint8_t* plane, KvType type, int64_t d, int64_t t0, int64_t t1,
+                       float* scratch) {
+  if (type == KvType::kF32) return reinterpret_cast<const float*>(plane) + t0 * d;
+  LoadKvRow(plane + t0 * d * KvElementBytes(type), (t1 - t0) * d, type, scratch);
+  return scratch;
+}
+
+}  // namespace
+
 void CausalAttentionReference(const AttentionDims& dims, const float* q, int64_t rows,
                               int64_t first_position, const KvPlanes& kv, float scale, float* out,
                               ThreadPool* pool) {
   const int64_t d = dims.head_dim;
   const int64_t group = dims.heads / dims.kv_heads;
-  const int64_t plane = kv.capacity * d;
   auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> scores;
+    std::vector<float> scores, row(d);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t m = task / dims.heads;
       const int64_t h = task % dims.heads;
-      const float* keys = kv.keys + h / group * plane;
-      const float* values = kv.values + h / group * plane;
+      const uint8_t* keys = Plane(kv.keys, kv, h / group, d);
+      const uint8_t* values = Plane(kv.values, kv, h / group, d);
       const int64_t length = first_position + m + 1;
       const float* qh = q + (m * dims.heads + h) * d;
       scores.resize(length);
-      for (int64_t t = 0; t < length; ++t) scores[t] = DotF32(qh, keys + t * d, d) * scale;
+      for (int64_t t = 0; t < length; ++t)
+        scores[t] = DotF32(qh, RowsAsF32(keys, kv.type, d, t, t + 1, row.data()), d) * scale;
       SoftmaxInPlace(scores.data(), length);
       float* o = out + (m * dims.heads + h) * d;
       std::fill(o, o + d, 0.0f);
       for (int64_t t = 0; t < length; ++t) {
         const float p = scores[t];
-        const float* v = values + t * d;
+        const float* v = RowsAsF32(values, kv.type, d, t, t + 1, row.data());
         for (int64_t i = 0; i < d; ++i) o[i] += p * v[i];
       }
     }
@@ -79,16 +130,17 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
                            int64_t first_position, const KvPlanes& kv, float scale, float* out,
                            ThreadPool* pool) {
   const int64_t d = dims.head_dim, group = dims.heads / dims.kv_heads;
-  const int64_t plane = kv.capacity * d, per_kv = rows * group;
+  const int64_t per_kv = rows * group;
   const int64_t tiles = (per_kv + kMaxGroupQueries - 1) / kMaxGroupQueries;
   const int64_t pitch = first_position + rows;
   auto run = [&](int64_t begin, int64_t end) {
     std::vector<float> scores(std::min<int64_t>(kMaxGroupQueries, per_kv) * pitch);
+    std::vector<float> widened(kv.type == KvType::kF32 ? 0 : kPortableTile * d);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t head = task / tiles, first = task % tiles * kMaxGroupQueries;
       const int count = static_cast<int>(std::min<int64_t>(kMaxGroupQueries, per_kv - first));
-      const float* keys = kv.keys + head * plane;
-      const float* values = kv.values + head * plane;
+      const uint8_t* keys = Plane(kv.keys, kv, head, d);
+      const uint8_t* values = Plane(kv.values, kv, head, d);
       const float* qs[kMaxGroupQueries];
       float* outs[kMaxGroupQueries];
       int64_t lengths[kMaxGroupQueries];
@@ -99,18 +151,24 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
         lengths[n] = first_position + m + 1;
       }
       const int64_t longest = *std::max_element(lengths, lengths + count);
-      for (int64_t t0 = 0; t0 < longest; t0 += kPortableTile)
+      for (int64_t t0 = 0; t0 < longest; t0 += kPortableTile) {
+        const float* tile =
+            RowsAsF32(keys, kv.type, d, t0, std::min(t0 + kPortableTile, longest), widened.data());
         for (int n = 0; n < count; ++n)
           for (int64_t t = t0; t < std::min(t0 + kPortableTile, lengths[n]); ++t)
-            scores[n * pitch + t] = DotF32(qs[n], keys + t * d, d) * scale;
+            scores[n * pitch + t] = DotF32(qs[n], tile + (t - t0) * d, d) * scale;
+      }
       for (int n = 0; n < count; ++n) {
         SoftmaxInPlace(scores.data() + n * pitch, lengths[n]);
         std::fill(outs[n], outs[n] + d, 0.0f);
       }
-      for (int64_t u0 = 0; u0 < longest; u0 += kPortableTile)
+      for (int64_t u0 = 0; u0 < longest; u0 += kPortableTile) {
+        const float* tile = RowsAsF32(values, kv.type, d, u0, std::min(u0 + kPortableTile, longest),
+                                      widened.data());
         for (int n = 0; n < count; ++n)
           for (int64_t u = u0; u < std::min(u0 + kPortableTile, lengths[n]); ++u)
-            AddScaled(scores[n * pitch + u], values + u * d, d, outs[n]);
+            AddScaled(scores[n * pitch + u], tile + (u - u0) * d, d, outs[n]);
+      }
     }
   };
   const int64_t work = rows * dims.heads * (first_position + rows) * d * 2;
@@ -150,20 +208,31 @@ MTPLX_AVX512_ATTN inline __m512 SumEach(const __m512* v) {
   return _mm512_permutexvar_ps(order, f);
 }
 
+// 16 cached elements as floats: f32 as they are, bf16 widened (its bits are the high half).
+MTPLX_AVX512_ATTN inline __m512 Load16(const float* p) { return _mm512_loadu_ps(p); }
+MTPLX_AVX512_ATTN inline __m512 Load16(const uint16_t* p) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
+
 // Scores of keys t0 .. t0 + count - 1 (count <= 16) against q, times scale, into scores[t0 ..].
-// Full blocks (count = 16 known at compile time) keep all 16 accumulators in registers.
-template <bool Full>
-MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const float* keys, int64_t d, int64_t t0,
+// Full blocks (count = 16 known at compile time) keep all 16 accumulators in registers. D is the
+// head size when known at compile time (0: d): the 16 keys are then constant offsets from one
+// pointer instead of 16 pointers that spill.
+template <bool Full, int D, typename T>
+MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const T* keys, int64_t d, int64_t t0,
                                          int count, float scale, float* scores) {
+  const int64_t dim = D > 0 ? D : d;
+  const T* block = keys + t0 * dim;
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < d; c += 16) {
+  for (int64_t c = 0; c < dim; c += 16) {
     const __m512 qc = _mm512_loadu_ps(q + c);
 #pragma GCC unroll 16
     for (int j = 0; j < 16; ++j) {
       if (!Full && j >= count) break;
-      acc[j] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(keys + (t0 + j) * d + c), acc[j]);
+      acc[j] = _mm512_fmadd_ps(qc, Load16(block + j * dim + c), acc[j]);
     }
   }
   const __m512 s = _mm512_mul_ps(SumEach(acc), _mm512_set1_ps(scale));
@@ -194,11 +263,12 @@ struct GroupQuery {
 
 constexpr int kMaxValueQueries = 4;  // 4 queries x 4 vectors of 16 = 16 accumulators
 
-MTPLX_AVX512_ATTN inline void AddValue(float weight, const float* v, int chunks, __m512* o) {
+template <typename T>
+MTPLX_AVX512_ATTN inline void AddValue(float weight, const T* v, int chunks, __m512* o) {
   const __m512 p = _mm512_set1_ps(weight);
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i)
-    if (i < chunks) o[i] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + int64_t{16} * i), o[i]);
+    if (i < chunks) o[i] = _mm512_fmadd_ps(p, Load16(v + int64_t{16} * i), o[i]);
 }
 
 // Planes larger than this (a share of L2) are prefetched: rows kPrefetchKeys positions ahead of
@@ -206,9 +276,9 @@ MTPLX_AVX512_ATTN inline void AddValue(float weight, const float* v, int chunks,
 constexpr int64_t kStreamPlaneBytes = 256 << 10;
 constexpr int64_t kPrefetchKeys = 32;
 
-// Brings rows [begin, end) of a plane (d floats each) towards L2, one request per cache line.
-MTPLX_AVX512_ATTN inline void PrefetchRows(const float* plane, int64_t d, int64_t begin,
-                                           int64_t end) {
+// Brings rows [begin, end) of a plane (d elements each) towards L2, one request per cache line.
+template <typename T>
+MTPLX_AVX512_ATTN inline void PrefetchRows(const T* plane, int64_t d, int64_t begin, int64_t end) {
   const char* first = reinterpret_cast<const char*>(plane + begin * d);
   const char* last = reinterpret_cast<const char*>(plane + end * d);
   for (const char* p = first; p < last; p += 64) _mm_prefetch(p, _MM_HINT_T1);
@@ -223,8 +293,8 @@ constexpr int64_t kValueTile = 64;
 // value row once for all of them. Every query adds its values in position order with the same
 // fused multiply-adds whatever queries and tiles share the pass, so its output does not depend on
 // the others.
-template <int N>
-MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const float* values, int64_t d, int64_t c,
+template <int N, typename T>
+MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const T* values, int64_t d, int64_t c,
                                  int chunks, int64_t u0, int64_t u1) {
   __m512 o[N][4];
 #pragma GCC unroll 4
@@ -236,7 +306,7 @@ MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const float* values, int64
   int64_t shared = std::min(u1, g[0].length);
   for (int n = 1; n < N; ++n) shared = std::min(shared, g[n].length);
   for (int64_t u = u0; u < shared; ++u) {
-    const float* v = values + u * d + c;
+    const T* v = values + u * d + c;
 #pragma GCC unroll 4
     for (int n = 0; n < N; ++n) AddValue(g[n].weights[u], v, chunks, o[n]);
   }
@@ -251,21 +321,22 @@ MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const float* values, int64
       if (i < chunks) _mm512_storeu_ps(g[n].out + c + int64_t{16} * i, o[n][i]);
 }
 
-MTPLX_AVX512_ATTN void SumValueTile(const GroupQuery* g, int count, const float* values, int64_t d,
+template <typename T>
+MTPLX_AVX512_ATTN void SumValueTile(const GroupQuery* g, int count, const T* values, int64_t d,
                                     int64_t c, int chunks, int64_t u0, int64_t u1) {
   for (int n = 0; n < count; n += kMaxValueQueries) {
     switch (std::min(kMaxValueQueries, count - n)) {
       case 4:
-        SumValues<4>(g + n, values, d, c, chunks, u0, u1);
+        SumValues<4, T>(g + n, values, d, c, chunks, u0, u1);
         break;
       case 3:
-        SumValues<3>(g + n, values, d, c, chunks, u0, u1);
+        SumValues<3, T>(g + n, values, d, c, chunks, u0, u1);
         break;
       case 2:
-        SumValues<2>(g + n, values, d, c, chunks, u0, u1);
+        SumValues<2, T>(g + n, values, d, c, chunks, u0, u1);
         break;
       default:
-        SumValues<1>(g + n, values, d, c, chunks, u0, u1);
+        SumValues<1, T>(g + n, values, d, c, chunks, u0, u1);
         break;
     }
   }
@@ -275,20 +346,21 @@ MTPLX_AVX512_ATTN void SumValueTile(const GroupQuery* g, int count, const float*
 // together: each 16-key block is read from memory once and scored for every query while it sits
 // in L1, and each value tile is read from memory once for all of them. keys and values are the
 // head's planes; scores holds count rows of `pitch` floats.
-MTPLX_AVX512_ATTN void AttendGroup(GroupQuery* g, int count, const float* keys, const float* values,
+template <int D, typename T>
+MTPLX_AVX512_ATTN void AttendGroup(GroupQuery* g, int count, const T* keys, const T* values,
                                    int64_t d, float scale, float* scores, int64_t pitch) {
   int64_t longest = 0;
   for (int n = 0; n < count; ++n) longest = std::max(longest, g[n].length);
   // A plane that does not fit in L2 streams from further out: fetch ahead of the reads.
-  const bool far = longest * d * static_cast<int64_t>(sizeof(float)) > kStreamPlaneBytes;
+  const bool far = longest * d * static_cast<int64_t>(sizeof(T)) > kStreamPlaneBytes;
   for (int64_t t0 = 0; t0 < longest; t0 += 16) {
     if (far) PrefetchRows(keys, d, t0 + kPrefetchKeys, std::min(longest, t0 + kPrefetchKeys + 16));
     for (int n = 0; n < count; ++n) {
       float* s = scores + n * pitch;
       if (t0 + 16 <= g[n].length) {
-        ScoreBlock<true>(g[n].q, keys, d, t0, 16, scale, s);
+        ScoreBlock<true, D>(g[n].q, keys, d, t0, 16, scale, s);
       } else if (t0 < g[n].length) {
-        ScoreBlock<false>(g[n].q, keys, d, t0, static_cast<int>(g[n].length - t0), scale, s);
+        ScoreBlock<false, D>(g[n].q, keys, d, t0, static_cast<int>(g[n].length - t0), scale, s);
       }
     }
   }
@@ -309,6 +381,22 @@ MTPLX_AVX512_ATTN void AttendGroup(GroupQuery* g, int count, const float* keys, 
   }
 }
 
+// AttendGroup with the head size as a compile-time constant for the sizes models use.
+template <typename T>
+MTPLX_AVX512_ATTN void AttendGroupOfSize(GroupQuery* g, int count, const T* keys, const T* values,
+                                         int64_t d, float scale, float* scores, int64_t pitch) {
+  switch (d) {
+    case 64:
+      return AttendGroup<64>(g, count, keys, values, d, scale, scores, pitch);
+    case 128:
+      return AttendGroup<128>(g, count, keys, values, d, scale, scores, pitch);
+    case 256:
+      return AttendGroup<256>(g, count, keys, values, d, scale, scores, pitch);
+    default:
+      return AttendGroup<0>(g, count, keys, values, d, scale, scores, pitch);
+  }
+}
+
 }  // namespace
 
 // One task per (key/value head, tile of up to 16 of its queries). The queries of a tile are the
@@ -317,7 +405,6 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
                                   int64_t first_position, const KvPlanes& kv, float scale,
                                   float* out, ThreadPool* pool) {
   const int64_t d = dims.head_dim, group = dims.heads / dims.kv_heads;
-  const int64_t plane = kv.capacity * d;
   const int64_t per_kv = rows * group;
   const int64_t tiles = (per_kv + kMaxGroupQueries - 1) / kMaxGroupQueries;
   const int64_t pitch = (first_position + rows + 15) / 16 * 16;
@@ -333,8 +420,16 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
         g[n] = {q + (m * dims.heads + h) * d, nullptr, first_position + m + 1, 0.0f,
                 out + (m * dims.heads + h) * d};
       }
-      AttendGroup(g, count, kv.keys + head * plane, kv.values + head * plane, d, scale,
-                  scores.data(), pitch);
+      const uint8_t* keys = Plane(kv.keys, kv, head, d);
+      const uint8_t* values = Plane(kv.values, kv, head, d);
+      if (kv.type == KvType::kBf16) {
+        AttendGroupOfSize(g, count, reinterpret_cast<const uint16_t*>(keys),
+                          reinterpret_cast<const uint16_t*>(values), d, scale, scores.data(),
+                          pitch);
+      } else {
+        AttendGroupOfSize(g, count, reinterpret_cast<const float*>(keys),
+                          reinterpret_cast<const float*>(values), d, scale, scores.data(), pitch);
+      }
     }
   };
   const int64_t work = rows * dims.heads * (first_position + rows) * d * 2;

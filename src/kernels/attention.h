@@ -13,13 +13,29 @@ struct AttentionDims {
   int64_t head_dim;
 };
 
-// A head-major KV cache: keys and values are [kv_heads, capacity, head_dim], so each head's
-// positions lie in one contiguous plane.
+// How a KV cache stores its rows. bf16 halves the bytes a long context streams per decoded token
+// (attention reads every cached row each step); rows are rounded to nearest even when written and
+// widened exactly when read, so every kernel computes the same bits from the same cache.
+enum class KvType : uint8_t { kF32 = 0, kBf16 = 1 };
+
+inline int64_t KvElementBytes(KvType type) { return type == KvType::kBf16 ? 2 : 4; }
+const char* KvTypeName(KvType type);
+// "f32" or "bf16"; false for anything else.
+bool ParseKvType(const char* name, KvType* type);
+
+// A head-major KV cache: keys and values are [kv_heads, capacity, head_dim] elements of `type`,
+// so each head's positions lie in one contiguous plane.
 struct KvPlanes {
-  const float* keys;
-  const float* values;
+  const void* keys;
+  const void* values;
   int64_t capacity;  // positions per plane
+  KvType type = KvType::kF32;
 };
+
+// Stores n floats as `type` (bf16: rounded to nearest even).
+void StoreKvRow(const float* from, int64_t n, KvType type, void* to);
+// Widens n elements of `type` to floats (exact).
+void LoadKvRow(const void* from, int64_t n, KvType type, float* to);
 
 // q: [M, heads, head_dim]; kv holds positions 0..first_position + M - 1 of every head.
 // Query row m sits at position first_position + m and attends to keys 0..first_position + m.
@@ -30,6 +46,8 @@ struct KvPlanes {
 // runs softmax and the value sum on vectors, the sum in tiles of positions that stay in cache
 // while every query and every slice of the head reads them. Other CPUs and shapes take a packed
 // kernel of plain loops (the same GQA packing and tiles; target_clones vectorizes it per CPU).
+// A bf16 cache is widened as it is read: both paths compute exactly what they compute on an f32
+// cache holding the widened values.
 void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
                      int64_t first_position, const KvPlanes& kv, float scale, float* out,
                      ThreadPool* pool);

@@ -52,8 +52,7 @@ void AttendSequence(const LayerContext& ctx, const AttentionWeights& w, const Se
   state::AttentionCache& cache = s.state->attention(ctx.layer);
   state::WriteAttentionRows(cache, s.position, s.rows, k, v, kv_heads, d);
   kernels::CausalAttention({heads, kv_heads, d}, q, s.output_rows(), s.position + s.history_rows,
-                           {cache.keys.data(), cache.values.data(), cache.capacity},
-                           1.0f / std::sqrt(static_cast<float>(d)), o, ctx.pool);
+                           cache.planes(), 1.0f / std::sqrt(static_cast<float>(d)), o, ctx.pool);
 }
 
 }  // namespace

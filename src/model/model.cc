@@ -94,6 +94,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, const LoadOpt
       CheckRuntimeContract(model->contract_, model->weights_, *model->checkpoint_));
   model->pool_ = std::make_unique<ThreadPool>(options.threads);
   model->activations_ = options.activations;
+  model->kv_type_ = options.kv_type;
   MTPLX_RETURN_IF_ERROR(model->PrepareDraftHead(options));
   MTPLX_RETURN_IF_ERROR(model->QuantizeDraftLayer(options));
   model->load_phases_.draft_head = SecondsSince(mark);
@@ -244,6 +245,7 @@ std::unique_ptr<state::SequenceState> Model::NewState() const {
   layout.conv_channels = c.ConvDim();
   layout.conv_history = c.conv_kernel - 1;
   layout.recurrent_size = c.linear_value_heads * c.linear_key_dim * c.linear_value_dim;
+  layout.kv_type = kv_type_;
   return std::make_unique<state::SequenceState>(std::move(layout));
 }
 
@@ -448,6 +450,7 @@ std::unique_ptr<state::SequenceState> Model::NewMtpState() const {
   layout.is_attention = {true};
   layout.kv_width = config_.num_kv_heads * config_.head_dim;
   layout.kv_heads = config_.num_kv_heads;
+  layout.kv_type = kv_type_;
   return std::make_unique<state::SequenceState>(std::move(layout));
 }
 

@@ -46,6 +46,10 @@ struct LoadOptions {
   // rest, and exactness holds because acceptance uses the distribution q it sampled from. Needs
   // a draft head (draft_head_bits > 0). kAutoDraftVocab picks AutoDraftVocab(vocab).
   int64_t draft_vocab = 0;
+  // How sequence states store their attention KV caches (kernels/attention.h). bf16 halves the
+  // bytes a long context reads per decoded token, at bf16's rounding of k and v (what a bf16
+  // checkpoint computes in PyTorch or MLX); f32 is the exact reference.
+  kernels::KvType kv_type = kernels::KvType::kF32;
 };
 
 inline constexpr int64_t kAutoDraftVocab = -1;
@@ -136,6 +140,7 @@ class Model {
   bool weights_locked() const { return checkpoint_->all_locked(); }
   ThreadPool* pool() const { return pool_.get(); }
   kernels::Activations activations() const { return activations_; }
+  kernels::KvType kv_type() const { return kv_type_; }
   // The int8 matmul kernels this process runs: "avx512-vnni", "avx2" or "portable".
   static const char* KernelsName();
   // Bits of the drafter's head copy, 0 when the drafter uses the model's head.
@@ -202,6 +207,7 @@ class Model {
   ModelWeights weights_;
   std::unique_ptr<ThreadPool> pool_;
   kernels::Activations activations_ = kernels::Activations::kF32;
+  kernels::KvType kv_type_ = kernels::KvType::kF32;
   std::unique_ptr<DraftHead> draft_head_;
   // Owned copies of the MTP layer's matrices at LoadOptions::draft_layer_bits; weights_.mtp
   // views them.

@@ -8,26 +8,56 @@
 namespace mtplx::state {
 namespace {
 
-// Copies `positions` rows of each head plane from one capacity to another.
-void CopyPlanes(const float* from, int64_t from_capacity, float* to, int64_t to_capacity,
-                int64_t positions, int64_t kv_heads, int64_t head_dim) {
+// Copies `positions` rows (row_bytes each) of each head plane from one capacity to another.
+void CopyPlanes(const uint8_t* from, int64_t from_capacity, uint8_t* to, int64_t to_capacity,
+                int64_t positions, int64_t kv_heads, int64_t row_bytes) {
   if (positions <= 0) return;
   for (int64_t h = 0; h < kv_heads; ++h)
-    std::memcpy(to + h * to_capacity * head_dim, from + h * from_capacity * head_dim,
-                static_cast<size_t>(positions * head_dim) * sizeof(float));
+    std::memcpy(to + h * to_capacity * row_bytes, from + h * from_capacity * row_bytes,
+                static_cast<size_t>(positions * row_bytes));
 }
 
-void Relayout(std::vector<float>& planes, int64_t old_capacity, int64_t capacity, int64_t kv_heads,
-              int64_t head_dim) {
-  std::vector<float> grown(static_cast<size_t>(kv_heads * capacity * head_dim), 0.0f);
-  CopyPlanes(planes.data(), old_capacity, grown.data(), capacity, old_capacity, kv_heads, head_dim);
+int64_t RowBytes(const AttentionCache& cache, int64_t head_dim) {
+  return head_dim * kernels::KvElementBytes(cache.type);
+}
+
+void Relayout(std::vector<uint8_t>& planes, int64_t old_capacity, int64_t capacity,
+              int64_t kv_heads, int64_t row_bytes) {
+  std::vector<uint8_t> grown(static_cast<size_t>(kv_heads * capacity * row_bytes), 0);
+  CopyPlanes(planes.data(), old_capacity, grown.data(), capacity, old_capacity, kv_heads,
+             row_bytes);
   planes.swap(grown);
 }
 
 void Resize(AttentionCache& cache, int64_t capacity, int64_t kv_heads, int64_t head_dim) {
-  Relayout(cache.keys, cache.capacity, capacity, kv_heads, head_dim);
-  Relayout(cache.values, cache.capacity, capacity, kv_heads, head_dim);
+  Relayout(cache.keys, cache.capacity, capacity, kv_heads, RowBytes(cache, head_dim));
+  Relayout(cache.values, cache.capacity, capacity, kv_heads, RowBytes(cache, head_dim));
   cache.capacity = capacity;
+}
+
+// The first `rows` positions of a cache, in a cache of exactly that capacity.
+AttentionCache CopyPrefix(const AttentionCache& a, int64_t rows, int64_t kv_heads,
+                          int64_t head_dim) {
+  AttentionCache copy;
+  copy.type = a.type;
+  copy.capacity = rows;
+  const int64_t row_bytes = RowBytes(a, head_dim);
+  copy.keys.resize(static_cast<size_t>(kv_heads * rows * row_bytes));
+  copy.values.resize(copy.keys.size());
+  CopyPlanes(a.keys.data(), a.capacity, copy.keys.data(), rows, rows, kv_heads, row_bytes);
+  CopyPlanes(a.values.data(), a.capacity, copy.values.data(), rows, rows, kv_heads, row_bytes);
+  return copy;
+}
+
+// Copies the first `rows` positions of `source` into `cache` (grown to hold them if need be).
+void CopyRowsInto(const AttentionCache& source, int64_t rows, AttentionCache& cache,
+                  int64_t kv_heads, int64_t head_dim) {
+  if (cache.capacity < rows) Resize(cache, rows, kv_heads, head_dim);
+  const int64_t row_bytes = RowBytes(cache, head_dim);
+  CopyPlanes(source.keys.data(), source.capacity, cache.keys.data(), cache.capacity, rows, kv_heads,
+             row_bytes);
+  CopyPlanes(source.values.data(), source.capacity, cache.values.data(), cache.capacity, rows,
+             kv_heads, row_bytes);
 }
 
 }  // namespace
@@ -41,13 +71,13 @@ void GrowAttentionCache(AttentionCache& cache, int64_t positions, int64_t kv_hea
 void WriteAttentionRows(AttentionCache& cache, int64_t first_position, int64_t rows, const float* k,
                         const float* v, int64_t kv_heads, int64_t head_dim) {
   GrowAttentionCache(cache, first_position + rows, kv_heads, head_dim);
+  const int64_t row_bytes = RowBytes(cache, head_dim);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < kv_heads; ++h) {
-      const int64_t to = (h * cache.capacity + first_position + r) * head_dim;
+      const int64_t to = (h * cache.capacity + first_position + r) * row_bytes;
       const int64_t from = (r * kv_heads + h) * head_dim;
-      std::memcpy(cache.keys.data() + to, k + from, static_cast<size_t>(head_dim) * sizeof(float));
-      std::memcpy(cache.values.data() + to, v + from,
-                  static_cast<size_t>(head_dim) * sizeof(float));
+      kernels::StoreKvRow(k + from, head_dim, cache.type, cache.keys.data() + to);
+      kernels::StoreKvRow(v + from, head_dim, cache.type, cache.values.data() + to);
     }
 }
 
@@ -67,6 +97,7 @@ SequenceState::SequenceState(StateLayout layout) : layout_(std::move(layout)) {
 void SequenceState::Reset() {
   position_ = 0;
   for (auto& a : attention_) {
+    a.type = layout_.kv_type;
     a.keys.clear();
     a.values.clear();
     a.capacity = 0;
@@ -77,30 +108,18 @@ void SequenceState::Reset() {
   }
 }
 
-int64_t SequenceState::HeadDim() const {
-  return layout_.kv_heads > 0 ? layout_.kv_width / layout_.kv_heads : 0;
-}
-
 void SequenceState::ReserveKv(int64_t length) {
   for (auto& a : attention_)
-    if (a.capacity < length) Resize(a, length, layout_.kv_heads, HeadDim());
+    if (a.capacity < length) Resize(a, length, layout_.kv_heads, layout_.head_dim());
 }
 
 SequenceSnapshot SequenceState::Snapshot() const {
   SequenceSnapshot snapshot;
   snapshot.position = position_;
-  const int64_t kv_heads = layout_.kv_heads, head_dim = HeadDim();
-  for (const auto& a : attention_) {
-    // Exactly the used rows: a snapshot's capacity is its position.
-    const int64_t used = std::min(position_, a.capacity);
-    AttentionCache copy;
-    copy.capacity = used;
-    copy.keys.resize(static_cast<size_t>(kv_heads * used * head_dim));
-    copy.values.resize(copy.keys.size());
-    CopyPlanes(a.keys.data(), a.capacity, copy.keys.data(), used, used, kv_heads, head_dim);
-    CopyPlanes(a.values.data(), a.capacity, copy.values.data(), used, used, kv_heads, head_dim);
-    snapshot.attention.push_back(std::move(copy));
-  }
+  // Exactly the used rows: a snapshot's capacity is its position.
+  for (const auto& a : attention_)
+    snapshot.attention.push_back(
+        CopyPrefix(a, std::min(position_, a.capacity), layout_.kv_heads, layout_.head_dim()));
   snapshot.delta = delta_;
   return snapshot;
 }
@@ -108,17 +127,9 @@ SequenceSnapshot SequenceState::Snapshot() const {
 SequenceSnapshot SequenceState::SnapshotAttentionPrefix(int64_t positions) const {
   SequenceSnapshot snapshot;
   snapshot.position = std::clamp<int64_t>(positions, 0, position_);
-  const int64_t kv_heads = layout_.kv_heads, head_dim = HeadDim();
-  for (const auto& a : attention_) {
-    const int64_t used = std::min(snapshot.position, a.capacity);
-    AttentionCache copy;
-    copy.capacity = used;
-    copy.keys.resize(static_cast<size_t>(kv_heads * used * head_dim));
-    copy.values.resize(copy.keys.size());
-    CopyPlanes(a.keys.data(), a.capacity, copy.keys.data(), used, used, kv_heads, head_dim);
-    CopyPlanes(a.values.data(), a.capacity, copy.values.data(), used, used, kv_heads, head_dim);
-    snapshot.attention.push_back(std::move(copy));
-  }
+  for (const auto& a : attention_)
+    snapshot.attention.push_back(CopyPrefix(a, std::min(snapshot.position, a.capacity),
+                                            layout_.kv_heads, layout_.head_dim()));
   return snapshot;  // no DeltaNet states: they belong to the current position only
 }
 
@@ -135,16 +146,14 @@ Status SequenceState::RestorePrefix(const SequenceSnapshot& source, int64_t posi
                                      " positions needs the DeltaNet states at ", positions));
   if (delta && delta->size() != delta_.size())
     return InvalidArgument("the DeltaNet checkpoint belongs to a state of another layout");
+  for (const auto& s : source.attention)
+    if (s.type != layout_.kv_type)
+      return InvalidArgument(StrCat("the snapshot's KV cache is ", kernels::KvTypeName(s.type),
+                                    ", this state's ", kernels::KvTypeName(layout_.kv_type)));
   position_ = positions;
-  const int64_t kv_heads = layout_.kv_heads, head_dim = HeadDim();
-  for (size_t i = 0; i < attention_.size(); ++i) {
-    auto& a = attention_[i];
-    const auto& s = source.attention[i];
-    const int64_t rows = std::min(positions, s.capacity);
-    if (a.capacity < rows) Resize(a, rows, kv_heads, head_dim);
-    CopyPlanes(s.keys.data(), s.capacity, a.keys.data(), a.capacity, rows, kv_heads, head_dim);
-    CopyPlanes(s.values.data(), s.capacity, a.values.data(), a.capacity, rows, kv_heads, head_dim);
-  }
+  for (size_t i = 0; i < attention_.size(); ++i)
+    CopyRowsInto(source.attention[i], std::min(positions, source.attention[i].capacity),
+                 attention_[i], layout_.kv_heads, layout_.head_dim());
   if (delta)
     delta_ = *delta;
   else if (!delta_.empty())
@@ -154,16 +163,9 @@ Status SequenceState::RestorePrefix(const SequenceSnapshot& source, int64_t posi
 
 void SequenceState::Restore(const SequenceSnapshot& snapshot) {
   position_ = snapshot.position;
-  const int64_t kv_heads = layout_.kv_heads, head_dim = HeadDim();
-  for (size_t i = 0; i < attention_.size(); ++i) {
-    auto& a = attention_[i];
-    const auto& s = snapshot.attention[i];
-    if (a.capacity < s.capacity) Resize(a, s.capacity, kv_heads, head_dim);
-    CopyPlanes(s.keys.data(), s.capacity, a.keys.data(), a.capacity, s.capacity, kv_heads,
-               head_dim);
-    CopyPlanes(s.values.data(), s.capacity, a.values.data(), a.capacity, s.capacity, kv_heads,
-               head_dim);
-  }
+  for (size_t i = 0; i < attention_.size(); ++i)
+    CopyRowsInto(snapshot.attention[i], snapshot.attention[i].capacity, attention_[i],
+                 layout_.kv_heads, layout_.head_dim());
   delta_ = snapshot.delta;
 }
 
@@ -182,7 +184,7 @@ Status SequenceState::Truncate(int64_t new_position) {
 
 uint64_t SequenceState::Bytes() const {
   uint64_t total = 0;
-  for (const auto& a : attention_) total += (a.keys.capacity() + a.values.capacity()) * 4;
+  for (const auto& a : attention_) total += a.keys.capacity() + a.values.capacity();
   for (const auto& d : delta_) total += (d.conv.size() + d.recurrent.size()) * 4;
   return total;
 }

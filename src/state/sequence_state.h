@@ -1,5 +1,6 @@
 // Per-sequence model state: the attention KV cache of each full-attention layer and the conv
-// window + recurrent matrix of each Gated DeltaNet layer. All f32.
+// window + recurrent matrix of each Gated DeltaNet layer. KV caches hold f32 or bf16 rows (the
+// layout's kv_type); everything else is f32.
 //
 // A KV cache is head-major: each key/value head owns a plane of `capacity` positions, so the
 // attention kernel streams one head's keys as one contiguous run. Position-major rows would put
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/attention.h"
 
 namespace mtplx::state {
 
@@ -26,12 +28,21 @@ struct StateLayout {
   int64_t conv_channels = 0;   // conv_dim
   int64_t conv_history = 0;    // kernel - 1
   int64_t recurrent_size = 0;  // value_heads * key_dim * value_dim
+  kernels::KvType kv_type = kernels::KvType::kF32;
+
+  int64_t head_dim() const { return kv_heads > 0 ? kv_width / kv_heads : 0; }
+  // Bytes one cached position takes in one attention layer (its key and its value).
+  int64_t kv_bytes_per_position() const { return 2 * kv_width * kernels::KvElementBytes(kv_type); }
 };
 
 struct AttentionCache {
-  std::vector<float> keys;    // [kv_heads, capacity, head_dim], k after norm and RoPE
-  std::vector<float> values;  // [kv_heads, capacity, head_dim]
-  int64_t capacity = 0;       // positions each head's plane holds
+  kernels::KvType type = kernels::KvType::kF32;
+  // [kv_heads, capacity, head_dim] elements of `type`: k after norm and RoPE, and v.
+  std::vector<uint8_t> keys;
+  std::vector<uint8_t> values;
+  int64_t capacity = 0;  // positions each head's plane holds
+
+  kernels::KvPlanes planes() const { return {keys.data(), values.data(), capacity, type}; }
 };
 
 // Grows a cache to hold at least `positions` per head, keeping every row it held (new rows are
@@ -39,7 +50,8 @@ struct AttentionCache {
 // the capacity: appending costs amortised O(1) per position.
 void GrowAttentionCache(AttentionCache& cache, int64_t positions, int64_t kv_heads,
                         int64_t head_dim);
-// Writes `rows` positions from first_position on: k and v are [rows, kv_heads, head_dim].
+// Writes `rows` positions from first_position on: k and v are [rows, kv_heads, head_dim] floats,
+// stored as the cache's type.
 void WriteAttentionRows(AttentionCache& cache, int64_t first_position, int64_t rows, const float* k,
                         const float* v, int64_t kv_heads, int64_t head_dim);
 
@@ -78,10 +90,12 @@ class SequenceState {
   // what a prefix cache keeps of a longer sequence, whose recurrent states at earlier positions
   // were captured separately (restore it with RestorePrefix and those states).
   SequenceSnapshot SnapshotAttentionPrefix(int64_t positions) const;
+  // The snapshot must come from a state of this layout.
   void Restore(const SequenceSnapshot& snapshot);
   // Restores the first `positions` attention rows of `source` (positions <= source.position)
   // and the DeltaNet states `delta` (one per DeltaNet layer; nullptr: source's own, legal only
-  // when positions == source.position or the state has no DeltaNet layers).
+  // when positions == source.position or the state has no DeltaNet layers). The snapshot's KV
+  // caches must be of this state's kv_type.
   Status RestorePrefix(const SequenceSnapshot& source, int64_t positions,
                        const std::vector<DeltaNetState>* delta);
   // The DeltaNet states alone (fixed size): a checkpoint at the current position.
@@ -97,8 +111,6 @@ class SequenceState {
   uint64_t Bytes() const;
 
  private:
-  int64_t HeadDim() const;
-
   StateLayout layout_;
   int64_t position_ = 0;
   std::vector<int64_t> slot_;  // layer -> index into attention_ or delta_

@@ -68,6 +68,12 @@ TEST(CliTest, InspectReadsAPackWithoutLoadingIt) {
             j["weights"]["bytes"].get<uint64_t>() +
                 1000 * j["memory"]["kv_bytes_per_token"].get<uint64_t>() +
                 j["memory"]["recurrent_bytes"].get<uint64_t>());
+  // bf16 KV rows by default, as `run` and `serve` keep them; f32 takes twice the bytes.
+  EXPECT_EQ(j["memory"]["kv_cache"], "bf16");
+  const Outcome f32 = Mtplx("inspect '" + model + "' --json --kv-cache f32", false);
+  ASSERT_EQ(f32.exit_code, 0) << f32.output;
+  EXPECT_EQ(nlohmann::json::parse(f32.output)["memory"]["kv_bytes_per_token"].get<uint64_t>(),
+            2 * j["memory"]["kv_bytes_per_token"].get<uint64_t>());
   const Outcome text = Mtplx("inspect '" + model + "'");
   EXPECT_NE(text.output.find("contract: valid"), std::string::npos) << text.output;
   // A contract that contradicts the tensors: reported, exit 1.

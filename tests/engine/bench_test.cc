@@ -132,6 +132,43 @@ TEST(BenchTest, WithoutAnMtpHeadThereIsNoDraftCost) {
   EXPECT_TRUE(FinitePositive(r->decode_tok_s));
 }
 
+// A synthetic context reads the same bytes per step as a prefilled one (zero rows stand in for
+// the first context - 1 tokens); a bf16 KV cache reads half the attention bytes of an f32 one.
+TEST(BenchTest, SyntheticContextsAndBf16CachesCountTheirStateBytes) {
+  const std::string dir = testing::SyntheticModel("dense-tiny");
+  BenchOptions o = TinyOptions();
+  o.rounds = 1;
+  o.prefill_sizes = {};
+  o.context = 48;
+  auto m = Load(dir);
+  ASSERT_TRUE(m);
+  auto prefilled = RunBench(*m, o);
+  ASSERT_TRUE(prefilled.ok()) << prefilled.status().ToString();
+  o.synthetic_context = true;
+  auto synthetic = RunBench(*m, o);
+  ASSERT_TRUE(synthetic.ok()) << synthetic.status().ToString();
+  EXPECT_TRUE(synthetic->synthetic_context);
+  EXPECT_EQ(synthetic->state_bytes_per_token, prefilled->state_bytes_per_token);
+  EXPECT_TRUE(FinitePositive(synthetic->decode_tok_s));
+  ASSERT_TRUE(synthetic->draft_cost_ratio.has_value());
+
+  model::LoadOptions bf16;
+  bf16.show_progress = false;
+  bf16.threads = 2;
+  bf16.kv_type = kernels::KvType::kBf16;
+  auto half = model::Model::Load(dir, bf16);
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  auto r = RunBench(**half, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const state::StateLayout layout = m->NewState()->layout();
+  int64_t attention_layers = 0;
+  for (bool a : layout.is_attention) attention_layers += a ? 1 : 0;
+  const uint64_t f32_kv =
+      static_cast<uint64_t>(attention_layers * o.context * 2 * layout.kv_width * sizeof(float));
+  // The DeltaNet state is f32 either way: only the KV half is saved.
+  EXPECT_EQ(prefilled->state_bytes_per_token - r->state_bytes_per_token, f32_kv / 2);
+}
+
 TEST(BenchTest, InvalidOptionsAreRefused) {
   auto m = Load(testing::SyntheticModel("dense-tiny"));
   ASSERT_TRUE(m);

@@ -400,7 +400,7 @@ PrefixCapture FakeCapture(std::vector<int32_t> tokens, std::vector<int64_t> chec
   auto trunk = std::make_shared<state::SequenceSnapshot>();
   trunk->position = static_cast<int64_t>(c.tokens.size());
   trunk->attention.resize(1);
-  trunk->attention[0].keys.assign(kv_floats, 0.0f);
+  trunk->attention[0].keys.assign(kv_floats * sizeof(float), 0);
   c.trunk = trunk;
   c.mtp = std::make_shared<state::SequenceSnapshot>();
   for (int64_t p : checkpoints) c.checkpoints.push_back({p, nullptr, {}});

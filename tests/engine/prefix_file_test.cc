@@ -40,6 +40,14 @@ std::vector<float> Values(size_t n, uint64_t seed) {
   return v;
 }
 
+// An f32 KV cache array of n elements.
+std::vector<uint8_t> KvBytes(size_t n, uint64_t seed) {
+  const std::vector<float> v = Values(n, seed);
+  std::vector<uint8_t> bytes(n * sizeof(float));
+  if (n) std::memcpy(bytes.data(), v.data(), bytes.size());
+  return bytes;
+}
+
 std::vector<state::DeltaNetState> Deltas(uint64_t seed) {
   std::vector<state::DeltaNetState> d(2);
   for (auto& s : d) {
@@ -64,16 +72,16 @@ PrefixCapture MakeCapture(int n, std::vector<int64_t> at, uint64_t seed, bool mt
   trunk->position = n;
   trunk->attention.resize(1);
   trunk->attention[0].capacity = n;
-  trunk->attention[0].keys = Values(kHeads * n * kHeadDim, seed + 100);
-  trunk->attention[0].values = Values(kHeads * n * kHeadDim, seed + 101);
+  trunk->attention[0].keys = KvBytes(kHeads * n * kHeadDim, seed + 100);
+  trunk->attention[0].values = KvBytes(kHeads * n * kHeadDim, seed + 101);
   c.trunk = trunk;
   if (mtp) {
     auto m = std::make_shared<state::SequenceSnapshot>();
     m->position = n - 1;
     m->attention.resize(1);
     m->attention[0].capacity = n - 1;
-    m->attention[0].keys = Values(kHeads * (n - 1) * kHeadDim, seed + 200);
-    m->attention[0].values = Values(kHeads * (n - 1) * kHeadDim, seed + 201);
+    m->attention[0].keys = KvBytes(kHeads * (n - 1) * kHeadDim, seed + 200);
+    m->attention[0].values = KvBytes(kHeads * (n - 1) * kHeadDim, seed + 201);
     c.mtp = m;
   }
   return c;
@@ -97,11 +105,13 @@ void ExpectSame(const PrefixCapture& a, const PrefixCapture& b) {
     }
   }
   EXPECT_EQ(a.trunk->position, b.trunk->position);
-  EXPECT_TRUE(SameBits(a.trunk->attention[0].keys, b.trunk->attention[0].keys));
-  EXPECT_TRUE(SameBits(a.trunk->attention[0].values, b.trunk->attention[0].values));
+  EXPECT_EQ(a.trunk->attention[0].type, b.trunk->attention[0].type);
+  EXPECT_EQ(a.trunk->attention[0].keys, b.trunk->attention[0].keys);
+  EXPECT_EQ(a.trunk->attention[0].values, b.trunk->attention[0].values);
   ASSERT_EQ(a.mtp != nullptr, b.mtp != nullptr);
   if (a.mtp) {
-    EXPECT_TRUE(SameBits(a.mtp->attention[0].keys, b.mtp->attention[0].keys));
+    EXPECT_EQ(a.mtp->attention[0].type, b.mtp->attention[0].type);
+    EXPECT_EQ(a.mtp->attention[0].keys, b.mtp->attention[0].keys);
   }
   EXPECT_EQ(a.Bytes(), b.Bytes());
 }
@@ -160,7 +170,16 @@ TEST(PrefixFileTest, ReadsFilesOfTheIndependentWriter) {
   EXPECT_EQ(c->checkpoints[0].hidden[3], 0.375f);
   ASSERT_TRUE(c->mtp);
   EXPECT_EQ(c->mtp->attention[0].capacity, 11);
-  EXPECT_EQ(c->trunk->attention[0].keys[5], 1.25f);
+  EXPECT_EQ(c->trunk->attention[0].type, kernels::KvType::kF32);
+  float key = 0.0f;
+  std::memcpy(&key, c->trunk->attention[0].keys.data() + 5 * sizeof(float), sizeof(float));
+  EXPECT_EQ(key, 1.25f);
+  // The drafter's cache is bf16 there: two bytes an element.
+  EXPECT_EQ(c->mtp->attention[0].type, kernels::KvType::kBf16);
+  ASSERT_EQ(c->mtp->attention[0].values.size(), 2u * kHeads * 11 * kHeadDim);
+  float value = 0.0f;
+  kernels::LoadKvRow(c->mtp->attention[0].values.data() + 3 * 2, 1, kernels::KvType::kBf16, &value);
+  EXPECT_EQ(value, -1.5f);
   const std::string trunk_only =
       *ReadTextFile(testing::TestDataPath("fuzz/prefix_file_fuzz/trunk_only"));
   auto t = ParsePrefixFile("trunk_only", trunk_only, "seed");
@@ -225,7 +244,7 @@ TEST(BankStoreTest, ServesLookupsAcrossReopensReplacesAndEvicts) {
   // A capture of the wrong shapes is refused on load (and its file dropped).
   PrefixCapture wrong = MakeCapture(30, {30}, 13);
   auto bad_trunk = std::make_shared<state::SequenceSnapshot>(*wrong.trunk);
-  bad_trunk->attention[0].keys.resize(bad_trunk->attention[0].keys.size() - kHeadDim);
+  bad_trunk->attention[0].keys.resize(bad_trunk->attention[0].keys.size() - 4 * kHeadDim);
   bad_trunk->attention[0].values.resize(bad_trunk->attention[0].keys.size());
   wrong.trunk = bad_trunk;
   (*small)->Save(wrong);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/float16.h"
+
 namespace mtplx::state {
 namespace {
 
@@ -32,6 +34,17 @@ StateLayout AttentionOnlyLayout() {
   return layout;
 }
 
+// An f32 cache's bytes as floats: a pointer to write through, a copy to compare.
+float* F32(std::vector<uint8_t>& bytes) { return reinterpret_cast<float*>(bytes.data()); }
+const float* F32(const std::vector<uint8_t>& bytes) {
+  return reinterpret_cast<const float*>(bytes.data());
+}
+std::vector<float> Floats(const std::vector<uint8_t>& bytes) {
+  std::vector<float> out(bytes.size() / sizeof(float));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
@@ -46,11 +59,11 @@ void Fill(SequenceState& state, float seed) {
     const int64_t layer = static_cast<int64_t>(l);
     if (layout.is_attention[l]) {
       AttentionCache& a = state.attention(layer);
-      for (size_t i = 0; i < a.keys.size(); ++i) {
-        a.keys[i] = base + static_cast<float>(i);
-        a.values[i] = -(base + static_cast<float>(i)) * 0.5f;
+      for (size_t i = 0; i < Floats(a.keys).size(); ++i) {
+        F32(a.keys)[i] = base + static_cast<float>(i);
+        F32(a.values)[i] = -(base + static_cast<float>(i)) * 0.5f;
       }
-      if (!a.keys.empty()) a.keys[0] = -0.0f;
+      if (!a.keys.empty()) F32(a.keys)[0] = -0.0f;
     } else {
       DeltaNetState& d = state.delta(layer);
       for (size_t i = 0; i < d.conv.size(); ++i) d.conv[i] = base + 0.25f * static_cast<float>(i);
@@ -82,8 +95,8 @@ Dump Take(const SequenceState& state) {
       std::vector<float> keys, values;
       for (int64_t h = 0; h < layout.kv_heads; ++h) {
         const auto plane = static_cast<std::ptrdiff_t>(h * a.capacity * dim);
-        keys.insert(keys.end(), a.keys.begin() + plane, a.keys.begin() + plane + used);
-        values.insert(values.end(), a.values.begin() + plane, a.values.begin() + plane + used);
+        keys.insert(keys.end(), F32(a.keys) + plane, F32(a.keys) + plane + used);
+        values.insert(values.end(), F32(a.values) + plane, F32(a.values) + plane + used);
       }
       dump.keys.push_back(std::move(keys));
       dump.values.push_back(std::move(values));
@@ -146,18 +159,18 @@ TEST(SequenceStateTest, AdvanceAndReserveKv) {
   EXPECT_EQ(state.position(), 5);
   state.ReserveKv(5);
   for (int64_t layer : {3, 7}) {
-    EXPECT_EQ(state.attention(layer).keys, std::vector<float>(30, 0.0f));
-    EXPECT_EQ(state.attention(layer).values, std::vector<float>(30, 0.0f));
+    EXPECT_EQ(Floats(state.attention(layer).keys), std::vector<float>(30, 0.0f));
+    EXPECT_EQ(Floats(state.attention(layer).values), std::vector<float>(30, 0.0f));
   }
-  state.attention(3).keys[29] = 1.0f;  // head 1, position 4, element 2 of [2 heads, 5, 3]
-  state.ReserveKv(2);                  // never shrinks
-  EXPECT_EQ(state.attention(3).keys.size(), 30u);
-  EXPECT_EQ(state.attention(3).keys[29], 1.0f);
+  F32(state.attention(3).keys)[29] = 1.0f;  // head 1, position 4, element 2 of [2 heads, 5, 3]
+  state.ReserveKv(2);                       // never shrinks
+  EXPECT_EQ(Floats(state.attention(3).keys).size(), 30u);
+  EXPECT_EQ(F32(state.attention(3).keys)[29], 1.0f);
   state.ReserveKv(8);  // grows, keeping old rows (re-laid out per head) and zeroing new ones
-  ASSERT_EQ(state.attention(3).keys.size(), 48u);
+  ASSERT_EQ(Floats(state.attention(3).keys).size(), 48u);
   EXPECT_EQ(state.attention(3).capacity, 8);
   for (size_t i = 0; i < 48; ++i)
-    EXPECT_EQ(state.attention(3).keys[i], i == (1 * 8 + 4) * 3 + 2 ? 1.0f : 0.0f) << i;
+    EXPECT_EQ(F32(state.attention(3).keys)[i], i == (1 * 8 + 4) * 3 + 2 ? 1.0f : 0.0f) << i;
   // DeltaNet states keep their fixed size.
   EXPECT_EQ(state.delta(0).conv.size(), 15u);
 }
@@ -188,8 +201,8 @@ TEST(SequenceStateTest, AppendedRowsKeepTheirPlaceAcrossGrowth) {
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t i = 0; i < dim; ++i) {
           const int64_t at = (h * cache.capacity + pos) * dim + i;
-          ASSERT_EQ(cache.keys[at], value(pos, h, i)) << pos << " " << h << " " << i;
-          ASSERT_EQ(cache.values[at], -value(pos, h, i)) << pos << " " << h << " " << i;
+          ASSERT_EQ(F32(cache.keys)[at], value(pos, h, i)) << pos << " " << h << " " << i;
+          ASSERT_EQ(F32(cache.values)[at], -value(pos, h, i)) << pos << " " << h << " " << i;
         }
   }
   const SequenceSnapshot snapshot = state.Snapshot();
@@ -199,8 +212,8 @@ TEST(SequenceStateTest, AppendedRowsKeepTheirPlaceAcrossGrowth) {
   const AttentionCache& restored = fresh.attention(7);
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < position * dim; ++i)
-      ASSERT_EQ(restored.keys[h * restored.capacity * dim + i],
-                cache.keys[h * cache.capacity * dim + i]);
+      ASSERT_EQ(F32(restored.keys)[h * restored.capacity * dim + i],
+                F32(cache.keys)[h * cache.capacity * dim + i]);
 }
 
 TEST(SequenceStateTest, SnapshotRestoreIsBitExact) {
@@ -213,7 +226,7 @@ TEST(SequenceStateTest, SnapshotRestoreIsBitExact) {
   EXPECT_EQ(snapshot.position, 4);
   ASSERT_EQ(snapshot.attention.size(), 2u);
   ASSERT_EQ(snapshot.delta.size(), 6u);
-  EXPECT_EQ(snapshot.attention[0].keys.size(), 24u);  // exactly the used rows
+  EXPECT_EQ(Floats(snapshot.attention[0].keys).size(), 24u);  // exactly the used rows
 
   // Speculate: more tokens, everything changes.
   state.ReserveKv(9);
@@ -240,7 +253,7 @@ TEST(SequenceStateTest, SnapshotRestoresIntoAFreshState) {
   SequenceState target(HybridLayout());  // no KV rows reserved yet
   target.Restore(snapshot);
   ExpectSameBits(Take(target), Take(source));
-  EXPECT_GE(target.attention(3).keys.size(), 18u);
+  EXPECT_GE(Floats(target.attention(3).keys).size(), 18u);
 }
 
 TEST(SequenceStateTest, SnapshotIsIndependentOfTheState) {
@@ -254,7 +267,7 @@ TEST(SequenceStateTest, SnapshotIsIndependentOfTheState) {
   ASSERT_EQ(snapshot.delta.size(), copy.delta.size());
   for (size_t i = 0; i < copy.delta.size(); ++i)
     EXPECT_TRUE(SameBits(snapshot.delta[i].recurrent, copy.delta[i].recurrent));
-  EXPECT_TRUE(SameBits(snapshot.attention[1].values, copy.attention[1].values));
+  EXPECT_EQ(snapshot.attention[1].values, copy.attention[1].values);
 }
 
 TEST(SequenceStateTest, SnapshotOfAShortCacheTakesWhatThereIs) {
@@ -263,7 +276,7 @@ TEST(SequenceStateTest, SnapshotOfAShortCacheTakesWhatThereIs) {
   state.ReserveKv(2);
   state.Advance(5);
   const SequenceSnapshot snapshot = state.Snapshot();
-  EXPECT_EQ(snapshot.attention[0].keys.size(), 8u);
+  EXPECT_EQ(Floats(snapshot.attention[0].keys).size(), 8u);
   SequenceState other(AttentionOnlyLayout());
   other.Restore(snapshot);
   EXPECT_EQ(other.position(), 5);
@@ -274,18 +287,19 @@ TEST(SequenceStateTest, TruncateAttentionOnly) {
   state.ReserveKv(6);
   state.Advance(6);
   Fill(state, 2.0f);
-  const std::vector<float> keys = state.attention(1).keys;
+  const std::vector<float> keys = Floats(state.attention(1).keys);
   ASSERT_TRUE(state.Truncate(6).ok());  // no-op
   EXPECT_EQ(state.position(), 6);
   ASSERT_TRUE(state.Truncate(4).ok());
   EXPECT_EQ(state.position(), 4);
   // The kept rows are untouched.
-  EXPECT_TRUE(std::equal(keys.begin(), keys.begin() + 16, state.attention(1).keys.begin()));
+  const std::vector<float> kept = Floats(state.attention(1).keys);
+  EXPECT_TRUE(std::equal(keys.begin(), keys.begin() + 16, kept.begin()));
   ASSERT_TRUE(state.Truncate(0).ok());
   EXPECT_EQ(state.position(), 0);
   // A snapshot after truncation holds only the kept rows.
   state.Advance(1);
-  EXPECT_EQ(state.Snapshot().attention[2].keys.size(), 4u);
+  EXPECT_EQ(Floats(state.Snapshot().attention[2].keys).size(), 4u);
 }
 
 TEST(SequenceStateTest, TruncateOutOfRange) {
@@ -341,7 +355,7 @@ TEST(SequenceStateTest, Reset) {
   SequenceState fresh(HybridLayout());
   ExpectSameBits(Take(state), Take(fresh));
   state.ReserveKv(1);
-  EXPECT_EQ(state.attention(3).keys, std::vector<float>(6, 0.0f));
+  EXPECT_EQ(Floats(state.attention(3).keys), std::vector<float>(6, 0.0f));
 }
 
 TEST(SequenceStateTest, Bytes) {
@@ -351,9 +365,7 @@ TEST(SequenceStateTest, Bytes) {
   state.ReserveKv(10);
   uint64_t kv_bytes = 0;
   for (int64_t layer : {3, 7})
-    kv_bytes +=
-        (state.attention(layer).keys.capacity() + state.attention(layer).values.capacity()) *
-        sizeof(float);
+    kv_bytes += state.attention(layer).keys.capacity() + state.attention(layer).values.capacity();
   EXPECT_GE(kv_bytes, 2u * 2u * 60u * sizeof(float));
   EXPECT_EQ(state.Bytes(), delta_bytes + kv_bytes);
 
@@ -361,6 +373,46 @@ TEST(SequenceStateTest, Bytes) {
   EXPECT_EQ(attention_only.Bytes(), 0u);
   attention_only.ReserveKv(3);
   EXPECT_GE(attention_only.Bytes(), 3u * 2u * 12u * sizeof(float));
+}
+
+// A bf16 layout: rows are stored rounded to nearest even (two bytes an element), widen back
+// exactly, survive snapshots, and a snapshot of the other type is refused.
+TEST(SequenceStateTest, Bf16CachesStoreRoundedRows) {
+  StateLayout layout = HybridLayout();
+  layout.kv_type = kernels::KvType::kBf16;
+  EXPECT_EQ(layout.kv_bytes_per_position(), 2 * 6 * 2);
+  SequenceState state(layout);
+  const int64_t heads = 2, dim = 3, rows = 5;
+  std::vector<float> k, v;
+  for (int64_t i = 0; i < rows * heads * dim; ++i) {
+    k.push_back(1.0f + static_cast<float>(i) / 3.0f);
+    v.push_back(-0.1f * static_cast<float>(i));
+  }
+  AttentionCache& cache = state.attention(3);
+  WriteAttentionRows(cache, 0, rows, k.data(), v.data(), heads, dim);
+  state.Advance(rows);
+  EXPECT_EQ(cache.type, kernels::KvType::kBf16);
+  EXPECT_EQ(cache.keys.size(), static_cast<size_t>(heads * cache.capacity * dim * 2));
+  std::vector<float> row(dim);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      const size_t at = static_cast<size_t>((h * cache.capacity + r) * dim * 2);
+      kernels::LoadKvRow(cache.keys.data() + at, dim, cache.type, row.data());
+      for (int64_t i = 0; i < dim; ++i)
+        ASSERT_EQ(row[i], RoundToBf16(k[(r * heads + h) * dim + i])) << r << " " << h << " " << i;
+      kernels::LoadKvRow(cache.values.data() + at, dim, cache.type, row.data());
+      for (int64_t i = 0; i < dim; ++i)
+        ASSERT_EQ(row[i], RoundToBf16(v[(r * heads + h) * dim + i])) << r << " " << h << " " << i;
+    }
+  const SequenceSnapshot snapshot = state.Snapshot();
+  EXPECT_EQ(snapshot.attention[0].type, kernels::KvType::kBf16);
+  SequenceState copy(layout);
+  ASSERT_TRUE(copy.RestorePrefix(snapshot, rows, nullptr).ok());
+  EXPECT_EQ(copy.Snapshot().attention[0].keys, snapshot.attention[0].keys);
+  SequenceState f32(HybridLayout());
+  const Status refused = f32.RestorePrefix(snapshot, rows, nullptr);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("bf16"), std::string::npos) << refused.message();
 }
 
 }  // namespace
