@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "base/float16.h"
@@ -271,6 +272,15 @@ MTPLX_AVX512_ATTN inline void AddValue(float weight, const T* v, int chunks, __m
     if (i < chunks) o[i] = _mm512_fmadd_ps(p, Load16(v + int64_t{16} * i), o[i]);
 }
 
+// The same sums with the value row already in registers (loaded, and widened, once for every
+// query that adds it).
+MTPLX_AVX512_ATTN inline void AddLoadedValue(float weight, const __m512* v, int chunks, __m512* o) {
+  const __m512 p = _mm512_set1_ps(weight);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)
+    if (i < chunks) o[i] = _mm512_fmadd_ps(p, v[i], o[i]);
+}
+
 // Planes larger than this (a share of L2) are prefetched: rows kPrefetchKeys positions ahead of
 // the key block being scored, and the next value tile while one is summed.
 constexpr int64_t kStreamPlaneBytes = 256 << 10;
@@ -307,8 +317,11 @@ MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const T* values, int64_t d
   for (int n = 1; n < N; ++n) shared = std::min(shared, g[n].length);
   for (int64_t u = u0; u < shared; ++u) {
     const T* v = values + u * d + c;
+    __m512 row[4];
 #pragma GCC unroll 4
-    for (int n = 0; n < N; ++n) AddValue(g[n].weights[u], v, chunks, o[n]);
+    for (int i = 0; i < 4; ++i) row[i] = i < chunks ? Load16(v + int64_t{16} * i) : row[0];
+#pragma GCC unroll 4
+    for (int n = 0; n < N; ++n) AddLoadedValue(g[n].weights[u], row, chunks, o[n]);
   }
 #pragma GCC unroll 4
   for (int n = 0; n < N; ++n)
@@ -346,6 +359,32 @@ MTPLX_AVX512_ATTN void SumValueTile(const GroupQuery* g, int count, const T* val
 // together: each 16-key block is read from memory once and scored for every query while it sits
 // in L1, and each value tile is read from memory once for all of them. keys and values are the
 // head's planes; scores holds count rows of `pitch` floats.
+// Scores keys [t0, t0 + 16) for every query of a group (each up to its length). `keys` holds
+// rows from `first` on: the plane itself (first = 0) or a widened copy of the block (first = t0).
+template <int D, typename K>
+MTPLX_AVX512_ATTN inline void ScoreGroupBlock(const GroupQuery* g, int count, const K* keys,
+                                              int64_t first, int64_t d, int64_t t0, float scale,
+                                              float* scores, int64_t pitch) {
+  for (int n = 0; n < count; ++n) {
+    float* s = scores + n * pitch + first;
+    if (t0 + 16 <= g[n].length) {
+      ScoreBlock<true, D>(g[n].q, keys, d, t0 - first, 16, scale, s);
+    } else if (t0 < g[n].length) {
+      ScoreBlock<false, D>(g[n].q, keys, d, t0 - first, static_cast<int>(g[n].length - t0), scale,
+                           s);
+    }
+  }
+}
+
+// Most head size whose 16-key block is widened into a stack buffer.
+constexpr int64_t kMaxWidenedHeadDim = 256;
+
+MTPLX_AVX512_ATTN inline void WidenBf16(const uint16_t* from, int64_t n, float* to) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(to + i, Load16(from + i));
+  for (; i < n; ++i) to[i] = Bf16ToF32(from[i]);
+}
+
 template <int D, typename T>
 MTPLX_AVX512_ATTN void AttendGroup(GroupQuery* g, int count, const T* keys, const T* values,
                                    int64_t d, float scale, float* scores, int64_t pitch) {
@@ -353,16 +392,20 @@ MTPLX_AVX512_ATTN void AttendGroup(GroupQuery* g, int count, const T* keys, cons
   for (int n = 0; n < count; ++n) longest = std::max(longest, g[n].length);
   // A plane that does not fit in L2 streams from further out: fetch ahead of the reads.
   const bool far = longest * d * static_cast<int64_t>(sizeof(T)) > kStreamPlaneBytes;
+  // A bf16 block that several queries score is widened once, not once per query.
+  const bool widen = std::is_same_v<T, uint16_t> && count > 1 && d <= kMaxWidenedHeadDim;
+  alignas(64) float widened[std::is_same_v<T, uint16_t> ? 16 * kMaxWidenedHeadDim : 1];
   for (int64_t t0 = 0; t0 < longest; t0 += 16) {
     if (far) PrefetchRows(keys, d, t0 + kPrefetchKeys, std::min(longest, t0 + kPrefetchKeys + 16));
-    for (int n = 0; n < count; ++n) {
-      float* s = scores + n * pitch;
-      if (t0 + 16 <= g[n].length) {
-        ScoreBlock<true, D>(g[n].q, keys, d, t0, 16, scale, s);
-      } else if (t0 < g[n].length) {
-        ScoreBlock<false, D>(g[n].q, keys, d, t0, static_cast<int>(g[n].length - t0), scale, s);
+    if constexpr (std::is_same_v<T, uint16_t>) {
+      if (widen) {
+        WidenBf16(keys + t0 * d, std::min<int64_t>(16, longest - t0) * d, widened);
+        ScoreGroupBlock<D>(g, count, static_cast<const float*>(widened), t0, d, t0, scale, scores,
+                           pitch);
+        continue;
       }
     }
+    ScoreGroupBlock<D>(g, count, keys, 0, d, t0, scale, scores, pitch);
   }
   for (int n = 0; n < count; ++n) {
     g[n].weights = scores + n * pitch;
