@@ -152,14 +152,26 @@ void RecurrentHead(const HeadView& h, int64_t tokens, const float* initial, floa
   }
 }
 
-// S <- alpha S + k delta^T, as RecurrentHead applies it.
+// S <- alpha S + k delta^T, as RecurrentHead applies it: the product alpha S is rounded, then
+// k delta^T added (never fused), so one pass over S gives the bits of its two passes.
 MTPLX_TARGET_CLONES void ReplayStep(float alpha, const float* __restrict k,
                                     const float* __restrict delta, int64_t dk, int64_t dv,
                                     float* __restrict s) {
-  for (int64_t i = 0; i < dk * dv; ++i) s[i] *= alpha;
   for (int64_t d = 0; d < dk; ++d) {
     const float kd = k[d];
-    for (int64_t c = 0; c < dv; ++c) s[d * dv + c] += kd * delta[c];
+    float* row = s + d * dv;
+    for (int64_t c = 0; c < dv; ++c) row[c] = row[c] * alpha + kd * delta[c];
+  }
+}
+
+// The same step reading S from `from` and writing it to `to` (a rollback's first kept row: the
+// state it starts from stays where the verify pass left it, and is not copied back first).
+MTPLX_TARGET_CLONES void ReplayStepInto(float alpha, const float* __restrict k,
+                                        const float* __restrict delta, int64_t dk, int64_t dv,
+                                        const float* __restrict from, float* __restrict to) {
+  for (int64_t d = 0; d < dk; ++d) {
+    const float kd = k[d];
+    for (int64_t c = 0; c < dv; ++c) to[d * dv + c] = from[d * dv + c] * alpha + kd * delta[c];
   }
 }
 
@@ -251,7 +263,7 @@ void GdnRecurrent(const GdnDims& dims, int64_t tokens, const GdnInputs& in, floa
 }
 
 void GdnReplay(const GdnDims& dims, int64_t tokens, const float* keys, const float* log_decay,
-               const float* deltas, float* state, ThreadPool* pool) {
+               const float* deltas, float* state, ThreadPool* pool, const float* initial) {
   const int64_t ratio = dims.value_heads / dims.key_heads;
   const int64_t dk = dims.key_dim, dv = dims.value_dim;
   ForEachHead(dims, tokens, pool, [&](int64_t h) {
@@ -259,7 +271,12 @@ void GdnReplay(const GdnDims& dims, int64_t tokens, const float* keys, const flo
     for (int64_t t = 0; t < tokens; ++t) {
       const float alpha = std::exp(log_decay[t * dims.value_heads + h]);
       const float* k = keys + (t * dims.key_heads + h / ratio) * dk;
-      ReplayStep(alpha, k, deltas + (t * dims.value_heads + h) * dv, dk, dv, s);
+      const float* delta = deltas + (t * dims.value_heads + h) * dv;
+      if (t == 0 && initial) {
+        ReplayStepInto(alpha, k, delta, dk, dv, initial + h * dk * dv, s);
+      } else {
+        ReplayStep(alpha, k, delta, dk, dv, s);
+      }
     }
   });
 }

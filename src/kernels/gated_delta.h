@@ -43,9 +43,12 @@ void GdnRecurrent(const GdnDims& dims, int64_t tokens, const GdnInputs& in, floa
 
 // Re-applies recorded rows to a state: S <- exp(g) S; S += k delta^T. Performs the same
 // operations as GdnRecurrent, so the result is bit-identical to the original pass.
-// keys: [T, Hk, Dk]; log_decay: [T, Hv]; deltas: [T, Hv, Dv].
+// keys: [T, Hk, Dk]; log_decay: [T, Hv]; deltas: [T, Hv, Dv]. initial (optional, T >= 1): the
+// state to start from, read by the first row, which writes into `state` (its old contents are
+// ignored), as in GdnRecurrent: a rollback replays from the verify pass's starting state without
+// copying it back first.
 void GdnReplay(const GdnDims& dims, int64_t tokens, const float* keys, const float* log_decay,
-               const float* deltas, float* state, ThreadPool* pool);
+               const float* deltas, float* state, ThreadPool* pool, const float* initial = nullptr);
 
 void GdnChunked(const GdnDims& dims, int64_t tokens, const GdnInputs& in, float* state, float* out,
                 ThreadPool* pool, int64_t chunk = 64);

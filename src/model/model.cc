@@ -430,9 +430,8 @@ Status Model::CommitVerify(state::SequenceState& state, const state::VerifyCaptu
     if (c.IsFullAttention(l)) continue;
     const state::DeltaCapture& cap = capture.layers[l];
     state::DeltaNetState& st = state.delta(l);
-    st.recurrent = cap.initial_recurrent;
     kernels::GdnReplay(dims, keep, cap.keys.data(), cap.log_decay.data(), cap.deltas.data(),
-                       st.recurrent.data(), pool_.get());
+                       st.recurrent.data(), pool_.get(), cap.initial_recurrent.data());
     // Window = the last K-1 rows of [initial window ; kept inputs].
     for (int64_t r = 0; r < history; ++r) {
       const int64_t source = keep + r;  // index into the concatenated stream

@@ -29,6 +29,7 @@ struct LoadChoice {
   int64_t draft_vocab = 0;
   int draft_layer_bits = 0;
   kernels::Activations activations = kernels::Activations::kF32;
+  kernels::KvType kv_type = kernels::KvType::kF32;
 };
 
 std::unique_ptr<model::Model> LoadPreset(const std::string& preset, const LoadChoice& choice = {}) {
@@ -39,6 +40,7 @@ std::unique_ptr<model::Model> LoadPreset(const std::string& preset, const LoadCh
   options.draft_vocab = choice.draft_vocab;
   options.draft_layer_bits = choice.draft_layer_bits;
   options.activations = choice.activations;
+  options.kv_type = choice.kv_type;
   const std::string dir = preset == "trained" ? testing::TrainedModelDir()
                           : choice.bits > 0   ? testing::SyntheticModel(preset, "mlx", choice.bits)
                                               : testing::SyntheticModel(preset);
@@ -75,6 +77,7 @@ void ExpectGreedyEquality(const std::string& preset, int prompts, bool oracle,
     GTEST_SKIP() << "no trained model in models/default";
   auto m = LoadPreset(preset, choice);
   ASSERT_TRUE(m);
+  ASSERT_EQ(m->NewState()->layout().kv_type, choice.kv_type);
   if (choice.draft_head_bits > 0 && m->draft_head_bits() > 0) {
     ASSERT_EQ(m->draft_head_bits(), choice.draft_head_bits);
   }
@@ -149,14 +152,22 @@ TEST_P(GreedyEqualityTest, MtpHeadDraftsThrough4BitDraftHead) {
   ExpectGreedyEquality(GetParam(), 20, false, /*from_prefix=*/false, {.draft_head_bits = 4});
 }
 // What the CLI runs: int8 activations with 8-bit weights repacked into panels, a 4-bit draft head
-// (panelled too) over the 300 lowest ids only, the MTP layer quantized again to 4 bits.
+// (panelled too) over the 300 lowest ids only, the MTP layer quantized again to 4 bits, bf16 KV
+// caches (trunk and drafter).
 TEST_P(GreedyEqualityTest, AsTheCliRunsIt) {
   ExpectGreedyEquality(GetParam(), 20, false, /*from_prefix=*/false,
                        {.bits = 8,
                         .draft_head_bits = 4,
                         .draft_vocab = 300,
                         .draft_layer_bits = 4,
-                        .activations = kernels::Activations::kInt8});
+                        .activations = kernels::Activations::kInt8,
+                        .kv_type = kernels::KvType::kBf16});
+}
+// bf16 KV caches restored from a prefix snapshot (the server's prefix cache keeps them as they
+// are).
+TEST_P(GreedyEqualityTest, Bf16CachesFromRestoredPrefixSnapshot) {
+  ExpectGreedyEquality(GetParam(), 30, false, /*from_prefix=*/true,
+                       {.kv_type = kernels::KvType::kBf16});
 }
 // The depth of each cycle follows live acceptance (down to plain steps with a random head, whose
 // MTP history then catches up in one step): the output cannot change.

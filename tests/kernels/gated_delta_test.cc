@@ -99,8 +99,14 @@ TEST(GatedDeltaTest, ReplayOfTheTapeEqualsTheForwardState) {
     for (int64_t i = 0; i < state_size; ++i) forward[i] = replay[i] = 0.002f * (i % 89) - 0.05f;
     std::vector<float> o(tokens * dims.value_heads * dims.value_dim), deltas(o.size());
     GdnRecurrent(dims, tokens, in.view(), forward.data(), o.data(), nullptr, deltas.data());
+    // From a separate starting state (a rollback's), into a buffer whose contents are ignored.
+    const std::vector<float> start = replay;
+    std::vector<float> into(state_size, 1e30f);
+    GdnReplay(dims, tokens, in.k.data(), in.g.data(), deltas.data(), into.data(), nullptr,
+              start.data());
     GdnReplay(dims, tokens, in.k.data(), in.g.data(), deltas.data(), replay.data(), nullptr);
     EXPECT_EQ(replay, forward) << "dv=" << dims.value_dim;
+    EXPECT_EQ(into, forward) << "dv=" << dims.value_dim;
   }
 }
 
