@@ -149,14 +149,17 @@ class Reader {
       MTPLX_RETURN_IF_ERROR(Scalar(a.capacity));
       MTPLX_RETURN_IF_ERROR(Scalar(type));
       if (type > static_cast<uint64_t>(kernels::KvType::kBf16))
-        return Corrupt(StrCat("an unknown KV cache type ", static_cast<int>(type)));
+        return Corrupt(StrCat("an unknown KV cache type ", type));
       a.type = static_cast<kernels::KvType>(type);
       MTPLX_RETURN_IF_ERROR(Array(a.keys));
       MTPLX_RETURN_IF_ERROR(Array(a.values));
-      const uint64_t position_bytes =
-          static_cast<uint64_t>(a.capacity) * kernels::KvElementBytes(a.type);
+      // Whole elements for every position (divided step by step: capacity times the element
+      // size may overflow).
+      const auto capacity = static_cast<uint64_t>(a.capacity);
+      const auto element = static_cast<uint64_t>(kernels::KvElementBytes(a.type));
       if (a.capacity < 0 || a.keys.size() != a.values.size() ||
-          (a.capacity > 0 && a.keys.size() % position_bytes != 0))
+          (a.capacity > 0 &&
+           (a.keys.size() % capacity != 0 || a.keys.size() / capacity % element != 0)))
         return Corrupt("an attention cache of inconsistent size");
     }
     return Deltas(s.delta);

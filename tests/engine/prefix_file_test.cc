@@ -154,6 +154,12 @@ TEST(PrefixFileTest, DamagedFilesAreErrorsNotCrashes) {
   ASSERT_TRUE(WriteTextFile(path, good + "x").ok());
   EXPECT_FALSE(ReadPrefixFile(path, "m").ok());
   EXPECT_FALSE(ReadPrefixFile(dir + "/missing", "m").ok());
+  // A capacity whose byte count wraps to zero (found by prefix_file_fuzz): an error, not a
+  // division by zero.
+  const std::string wrapped =
+      *ReadTextFile(testing::TestDataPath("fuzz/prefix_file_fuzz/capacity-overflow"));
+  const auto parsed = ParsePrefixFile("capacity-overflow", wrapped, "");
+  EXPECT_FALSE(parsed.ok());
 }
 
 // Files written by an independent writer (tools/make_prefix_seed.py, from the format description
