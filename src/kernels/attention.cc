@@ -27,17 +27,6 @@ namespace mtplx::kernels {
 
 const char* KvTypeName(KvType type) { return type == KvType::kBf16 ? "bf16" : "f32"; }
 
-bool ParseKvType(const char* name, KvType* type) {
-  if (std::strcmp(name, "f32") == 0) {
-    *type = KvType::kF32;
-  } else if (std::strcmp(name, "bf16") == 0) {
-    *type = KvType::kBf16;
-  } else {
-    return false;
-  }
-  return true;
-}
-
 MTPLX_TARGET_CLONES void StoreKvRow(const float* from, int64_t n, KvType type, void* to) {
   if (type == KvType::kF32) {
     std::memcpy(to, from, static_cast<size_t>(n) * sizeof(float));
@@ -319,7 +308,8 @@ MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const T* values, int64_t d
     const T* v = values + u * d + c;
     __m512 row[4];
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) row[i] = i < chunks ? Load16(v + int64_t{16} * i) : row[0];
+    for (int i = 0; i < 4; ++i)
+      if (i < chunks) row[i] = Load16(v + int64_t{16} * i);
 #pragma GCC unroll 4
     for (int n = 0; n < N; ++n) AddLoadedValue(g[n].weights[u], row, chunks, o[n]);
   }
@@ -355,10 +345,6 @@ MTPLX_AVX512_ATTN void SumValueTile(const GroupQuery* g, int count, const T* val
   }
 }
 
-// Queries that share one key/value head (the heads of a GQA group, for every row), attended
-// together: each 16-key block is read from memory once and scored for every query while it sits
-// in L1, and each value tile is read from memory once for all of them. keys and values are the
-// head's planes; scores holds count rows of `pitch` floats.
 // Scores keys [t0, t0 + 16) for every query of a group (each up to its length). `keys` holds
 // rows from `first` on: the plane itself (first = 0) or a widened copy of the block (first = t0).
 template <int D, typename K>
@@ -385,6 +371,10 @@ MTPLX_AVX512_ATTN inline void WidenBf16(const uint16_t* from, int64_t n, float* 
   for (; i < n; ++i) to[i] = Bf16ToF32(from[i]);
 }
 
+// Queries that share one key/value head (the heads of a GQA group, for every row), attended
+// together: each 16-key block is read from memory once and scored for every query while it sits
+// in L1, and each value tile is read from memory once for all of them. keys and values are the
+// head's planes; scores holds count rows of `pitch` floats.
 template <int D, typename T>
 MTPLX_AVX512_ATTN void AttendGroup(GroupQuery* g, int count, const T* keys, const T* values,
                                    int64_t d, float scale, float* scores, int64_t pitch) {

@@ -19,9 +19,7 @@ struct AttentionDims {
 enum class KvType : uint8_t { kF32 = 0, kBf16 = 1 };
 
 inline int64_t KvElementBytes(KvType type) { return type == KvType::kBf16 ? 2 : 4; }
-const char* KvTypeName(KvType type);
-// "f32" or "bf16"; false for anything else.
-bool ParseKvType(const char* name, KvType* type);
+const char* KvTypeName(KvType type);  // "f32" or "bf16"
 
 // A head-major KV cache: keys and values are [kv_heads, capacity, head_dim] elements of `type`,
 // so each head's positions lie in one contiguous plane.
