@@ -7,8 +7,10 @@
 # Environment:
 #   PYTHON         Python with torch, transformers 5.x, tokenizers, safetensors (default /opt/mtplx-py/bin/python)
 #   STAGES         space-separated subset of: corpus tokenizer encode build train verify pack
-#                  (default: all; pack converts runs/RUN/hf into models/default with `mtplx convert`,
-#                  measures MTP acceptance with mtplx and writes models/default/MODEL_CARD.md)
+#                  distill card (default: all; pack converts runs/RUN/hf into models/default with
+#                  `mtplx convert`; distill re-trains the pack's MTP head on its own trunk's
+#                  distributions and replaces models/default/mtp.safetensors; card measures MTP
+#                  acceptance with mtplx and writes models/default/MODEL_CARD.md)
 #   NICE           niceness for the heavy steps (default 15)
 #   THREADS        torch threads (default 2)
 # Outputs (all git-ignored): tools/train/data/{raw,corpus,tokenizer,tokens}, tools/train/runs/RUN_NAME/
@@ -20,7 +22,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 RUN="${1:-main}"
 shift || true
 PYTHON="${PYTHON:-/opt/mtplx-py/bin/python}"
-STAGES="${STAGES:-corpus tokenizer encode build train verify pack}"
+STAGES="${STAGES:-corpus tokenizer encode build train verify pack distill card}"
 NICE="${NICE:-15}"
 THREADS="${THREADS:-2}"
 N="nice -n $NICE"
@@ -58,7 +60,7 @@ if has verify; then
     --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/verify.json"
 fi
 if has pack; then
-  say "pack runs/$RUN/hf -> models/default (convert, perplexity, acceptance, model card)"
+  say "pack runs/$RUN/hf -> models/default (convert, perplexity)"
   # 8-bit g64 (trunk and MTP head): half the size of bf16, the same held-out perplexity, and the
   # int8 panel kernel decodes it about three times faster. Depth 1 is the faster depth here.
   # Presence penalty 0.5 by default: without it this 10 M model often falls into a loop of one
@@ -69,6 +71,21 @@ if has pack; then
     --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/pack_perplexity.json"
   $N "$PYTHON" "$HERE/pack_perplexity.py" --model "$HERE/runs/$RUN/hf" --activations f32 \
     --mtplx "$REPO/build-train/bin/mtplx" --json-out "$HERE/runs/$RUN/export_perplexity.json"
+fi
+if has distill; then
+  # The joint training taught the MTP head the text; speculation accepts a draft with probability
+  # sum min(p, q), so the head is then trained on the trunk's own distributions (KL(p || q), trunk
+  # frozen at the pack's 8-bit weights). Only mtp.safetensors changes; the trunk stays byte for byte.
+  say "distill the MTP head of models/default on its trunk (runs/$RUN/distill)"
+  $N "$PYTHON" "$HERE/encode_corpus.py" --tokenizer "$REPO/models/default" \
+    --out "$HERE/data/tokens-pack"
+  $N "$PYTHON" "$HERE/distill_mtp.py" --pack "$REPO/models/default" --tokens "$HERE/data/tokens-pack" \
+    --out "$HERE/runs/$RUN/distill" --steps 1000 --batch 16 --lr 1e-3 --threads "$THREADS"
+  "$REPO/build-train/bin/mtplx" convert "$HERE/runs/$RUN/distill/hf" "$HERE/runs/$RUN/distill/pack" \
+    --force --bits 8 --group-size 64 --mtp-bits 8 --mtp-depth 1 --sampler 0.6,0.95,20,0.5
+  cp "$HERE/runs/$RUN/distill/pack/mtp.safetensors" "$REPO/models/default/mtp.safetensors"
+fi
+if has card; then
   # One thread: on this 2-vCPU machine a 2-thread run is fast or 1.5x slower depending on where
   # the host places the vCPUs, which swamps the ratio. Three interleaved passes each: the issue's
   # sampler (T 0.6, no penalty), the pack's default (presence penalty 0.5) and greedy.

@@ -127,6 +127,25 @@ def acceptance_section(runs):
     return "\n".join(lines)
 
 
+def distill_section(report):
+    """The MTP head's self-distillation (distill_mtp.py), when the run did it."""
+    if not report:
+        return ""
+    a, b, args = report["after"], report["before"], report["args"]
+    return f"""
+### MTP head distilled on the trunk
+
+After the joint training, the MTP head was trained {args['steps']:,} more steps (batch {args['batch']} x
+{args['seq']} tokens, AdamW, peak learning rate {args['lr']}, cosine) on the trunk's own
+distributions: KL(p_trunk || q_mtp) for the token after next, the trunk frozen at this pack's
+8-bit weights (`tools/train/distill_mtp.py`). Speculation accepts a draft with probability
+sum min(p, q), so a head that imitates the trunk is accepted more often than one that imitates
+the text. On {args['eval_windows']} held-out code windows (PyTorch, f32): KL {b['kl']:.3f} -> {a['kl']:.3f} nats,
+expected acceptance at T 0.6 / top-p 0.95 / top-k 20 {b['accept_t06']:.3f} -> {a['accept_t06']:.3f},
+greedy agreement {b['greedy_agree']:.3f} -> {a['greedy_agree']:.3f}.
+"""
+
+
 def pack_perplexity_section(report, export):
     """This pack as mtplx runs it, beside the bf16 export with exact activations (same windows)."""
     if not report:
@@ -159,6 +178,7 @@ def main():
                               ("", "acceptance_greedy.json"))]
     pack_ppl = load(os.path.join(run_dir, "pack_perplexity.json"), required=False)
     export_ppl = load(os.path.join(run_dir, "export_perplexity.json"), required=False)
+    distill = load(os.path.join(run_dir, "distill", "distill.json"), required=False)
     manifest = load(args.manifest)
     runtime = load(os.path.join(args.pack, "mtplx_runtime.json"))
     recipe = runtime.get("forge_provenance", {}).get("forge_recipe", {})
@@ -198,7 +218,7 @@ T {runtime.get('sampler', {}).get('temperature')} / top-p {runtime.get('sampler'
 batch {summary['args']['batch']}), {state['train_seconds'] / 3600:.1f} hours of training on 1–2 CPU cores (AMD EPYC
 Zen 4) with PyTorch; AdamW, peak learning rate {summary['args']['lr']}, cosine schedule. Reproduce
 with `tools/train/run_all.sh` (see `tools/train/README.md`).
-
+{distill_section(distill)}
 ## Data
 
 Debian packages (`tools/train/prepare_corpus.py` says how each is extracted); held-out splits
