@@ -19,7 +19,7 @@ Writes OUT/hf: a bf16 Hugging Face checkpoint (the pack's trunk, dequantized, an
 head) for `mtplx convert`; then only the converted pack's mtp.safetensors replaces the pack's
 (the trunk stays byte for byte). See tools/train/README.md ("Distilling the MTP head").
 
-Usage: distill_mtp.py --pack models/default --tokens data/tokens-default --out runs/distill
+Usage: distill_mtp.py --pack models/default --tokens data/tokens-pack --out runs/distill
            [--steps 1000] [--lr 1e-3] [--batch 16] [--seq 256] [--threads 2]
 """
 
@@ -86,7 +86,6 @@ def dequantize(tensors: dict, bits: int, group: int) -> dict:
     return out
 
 
-
 def load_pack(pack: str):
     """The pack's trunk and MTP head as a Qwen35WithMtp in float32."""
     cfg = json.load(open(os.path.join(pack, "config.json")))
@@ -106,7 +105,9 @@ def load_pack(pack: str):
     state = {}
     prefix = "language_model.model."
     for name, value in trunk.items():
-        assert name.startswith(prefix), name
+        if not name.startswith(prefix):
+            sys.exit(f"{pack}: {name} is not an MLX-layout trunk tensor ({prefix}*); convert the "
+                     "checkpoint with `mtplx convert` first")
         key = name[len(prefix):]
         if key.endswith(SHIFTED) or key == "norm.weight":
             value = value - 1.0
@@ -120,7 +121,7 @@ def load_pack(pack: str):
     if missing or unexpected:
         sys.exit(f"pack does not match the model: missing {missing[:5]}, unexpected {unexpected[:5]}")
     model.lm.lm_head.weight = model.lm.model.embed_tokens.weight
-    return model, spec
+    return model
 
 
 LOAD_CHECK_PROMPT = "def read_file(path):"
@@ -161,6 +162,12 @@ def shaped(logits: torch.Tensor, temperature=0.6, top_p=0.95, top_k=20) -> torch
     return torch.zeros_like(probs).scatter_(-1, ids, top)
 
 
+def kl_per_position(p_logits, q_logits):
+    """KL(p || q) in nats at every position of [B, T, V] logits."""
+    logp = F.log_softmax(p_logits, -1)
+    return (logp.exp() * (logp - F.log_softmax(q_logits, -1))).sum(-1)
+
+
 def pair_logits(model, tokens):
     """Trunk logits p at positions 1..T-1 and MTP logits q at positions 0..T-2 (both predict
     t_{p+2}), for tokens [B, T+1]."""
@@ -180,8 +187,7 @@ def measure(model, windows, batch=8):
     kl = accept = agree = n = 0.0
     for i in range(0, len(windows), batch):
         p_logits, q_logits = pair_logits(model, windows[i: i + batch])
-        logp, logq = F.log_softmax(p_logits, -1), F.log_softmax(q_logits, -1)
-        kl += (logp.exp() * (logp - logq)).sum(-1).sum().item()
+        kl += kl_per_position(p_logits, q_logits).sum().item()
         accept += torch.minimum(shaped(p_logits), shaped(q_logits)).sum(-1).sum().item()
         agree += (p_logits.argmax(-1) == q_logits.argmax(-1)).float().sum().item()
         n += p_logits.shape[0] * p_logits.shape[1]
@@ -224,7 +230,7 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     M.use_fast_gdn(True)
-    model, spec = load_pack(args.pack)
+    model = load_pack(args.pack)
     for p in model.parameters():
         p.requires_grad_(False)
     params = list(model.mtp.parameters())
@@ -234,6 +240,8 @@ def main():
     if os.path.exists(args.mtplx):
         print(f"load check: greedy continuation {check_load(model, args.pack, args.mtplx)!r} "
               f"equals mtplx's", flush=True)
+    else:
+        print(f"load check skipped: no mtplx binary at {args.mtplx} (--mtplx)", flush=True)
     heldout = heldout_windows(args.tokens, "code", args.seq, args.eval_windows)
     os.makedirs(args.out, exist_ok=True)
     log = open(os.path.join(args.out, "distill_log.txt"), "a")
@@ -255,8 +263,7 @@ def main():
             g["lr"] = lr
         tokens = data.batch(args.batch)
         p_logits, q_logits = pair_logits(model, tokens)
-        logp = F.log_softmax(p_logits, -1)
-        loss = (logp.exp() * (logp - F.log_softmax(q_logits, -1))).sum(-1).mean()
+        loss = kl_per_position(p_logits, q_logits).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)

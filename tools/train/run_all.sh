@@ -80,7 +80,8 @@ if has distill; then
   $N "$PYTHON" "$HERE/encode_corpus.py" --tokenizer "$REPO/models/default" \
     --out "$HERE/data/tokens-pack"
   $N "$PYTHON" "$HERE/distill_mtp.py" --pack "$REPO/models/default" --tokens "$HERE/data/tokens-pack" \
-    --out "$HERE/runs/$RUN/distill" --steps 1000 --batch 16 --lr 1e-3 --threads "$THREADS"
+    --out "$HERE/runs/$RUN/distill" --steps 1000 --batch 16 --lr 1e-3 --threads "$THREADS" \
+    --mtplx "$REPO/build-train/bin/mtplx"
   "$REPO/build-train/bin/mtplx" convert "$HERE/runs/$RUN/distill/hf" "$HERE/runs/$RUN/distill/pack" \
     --force --bits 8 --group-size 64 --mtp-bits 8 --mtp-depth 1 --sampler 0.6,0.95,20,0.5
   cp "$HERE/runs/$RUN/distill/pack/mtp.safetensors" "$REPO/models/default/mtp.safetensors"
