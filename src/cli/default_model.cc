@@ -67,8 +67,10 @@ Result<std::string> Resolve(const std::string& value, bool route) {
   std::string dir, name;
   if (value.empty()) {
     MTPLX_ASSIGN_OR_RETURN(dir, DefaultModelDir());
-  } else if (FileExists(value) || !LooksLikeRepoName(value)) {
-    return value;  // a folder, or a path whose loading will name what is missing
+  } else if (FileExists(value) || IsDirectory(value) || !LooksLikeRepoName(value)) {
+    // A folder (`models/default` from the repository is one, though it reads like ORG/NAME), or
+    // a path whose loading will name what is missing.
+    return value;
   } else {
     auto cached = io::FindLocalModel(value);
     if (!cached.ok())

@@ -39,8 +39,9 @@ inline int64_t PanelledRows(const Matrix& m) {
 }
 
 // True when weights of this many bytes cannot stay in the last-level cache between uses (more
-// than twice its size; 32 MiB when the system does not say): mark their matrices
-// AffineQuant::streamed so the panel kernel prefetches their codes.
+// than half its size; 32 MiB when the system does not say): mark their matrices
+// AffineQuant::streamed so the panel kernel prefetches their codes. The engine's default cycle
+// costs also take such a model as memory-bound.
 bool WeightsStreamFromMemory(uint64_t weight_bytes);
 
 // Rewrites the codes, scales and biases of `m` in place into the panel layout and marks it.

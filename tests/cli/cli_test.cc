@@ -178,6 +178,11 @@ TEST(CliTest, ModelsByNameAndTheFp16Sibling) {
       "run hi --max-tokens 2 --model '" + root + "/hub/models--acme--tiny/snapshots/abc123'");
   EXPECT_EQ(folder.exit_code, 0) << folder.output;
   EXPECT_EQ(folder.output.find("FP16 sibling"), std::string::npos) << folder.output;
+  // A relative folder that reads like ORG/NAME is still the folder.
+  const Outcome relative =
+      testing::RunMtplxWithEnv("cd '" + root + "/hub/models--acme--tiny' && " + env,
+                               "run hi --max-tokens 2 --model snapshots/abc123");
+  EXPECT_EQ(relative.exit_code, 0) << relative.output;
   const Outcome missing = testing::RunMtplxWithEnv(env, "run hi --model nobody/nothing");
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.output.find("mtplx pull nobody/nothing"), std::string::npos) << missing.output;
