@@ -37,6 +37,7 @@ struct BenchFlags {
   int draft_head_bits = GenerationFlags().draft_head_bits;
   int draft_layer_bits = GenerationFlags().draft_layer_bits;
   int64_t draft_vocab = GenerationFlags().draft_vocab;
+  int draft_group_size = GenerationFlags().draft_group_size;
   std::string kv_cache = GenerationFlags().kv_cache;
 };
 
@@ -207,6 +208,7 @@ int RunBenchCommand(BenchFlags f) {
   load.draft_head_bits = f.draft_head_bits;
   load.draft_layer_bits = f.draft_layer_bits;
   load.draft_vocab = f.draft_vocab;
+  load.draft_head_group_size = f.draft_group_size;
   load.kv_type = KvTypeFromFlag(f.kv_cache);
   auto loaded = model::Model::Load(f.model_dir, load);
   if (!loaded.ok()) return ReportError(loaded.status().message());
@@ -270,6 +272,9 @@ Runner AddBenchCommand(CLI::App& app) {
   cmd->add_option("--draft-layer-bits", f->draft_layer_bits,
                   "Bits of the MTP layer's matrices (default as run; 0 = as stored)")
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
+  cmd->add_option("--draft-group-size", f->draft_group_size,
+                  "Columns a scale and bias cover in the drafter's matrices (default as run)")
+      ->check(CLI::IsMember({32, 64, 128}));
   cmd->add_option("--draft-vocab", f->draft_vocab,
                   "Ids of the draft head (default as run: -1 = automatic)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));

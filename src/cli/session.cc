@@ -65,6 +65,9 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
                   "Bits of the MTP layer's matrices, quantized again at load when wider (0 = as "
                   "stored)")
       ->check(CLI::IsMember({0, 2, 3, 4, 5, 6, 8}));
+  cmd->add_option("--draft-group-size", f.draft_group_size,
+                  "Columns a scale and bias cover in the drafter's requantized matrices")
+      ->check(CLI::IsMember({32, 64, 128}));
   cmd->add_option("--draft-vocab", f.draft_vocab,
                   "Ids the drafter may propose: the N lowest (most frequent) ids; 0 = all, "
                   "-1 = automatic (default: a quarter of the vocabulary, at least 4096)")
@@ -126,6 +129,7 @@ Result<std::unique_ptr<Session>> Session::Open(const GenerationFlags& flags, boo
   options.load.draft_head_bits = flags.draft_head_bits;
   options.load.draft_layer_bits = flags.draft_layer_bits;
   options.load.draft_vocab = flags.draft_vocab;
+  options.load.draft_head_group_size = flags.draft_group_size;
   options.no_mtp = flags.no_mtp;
   options.skip_mtp_check = flags.skip_mtp_check;
   options.depth = flags.depth;

@@ -49,7 +49,9 @@ struct GenerationFlags {
   int draft_head_bits = 4;
   // Bits of the MTP layer's matrices, quantized again at load when wider; 0: as stored.
   int draft_layer_bits = 4;
-  int64_t draft_vocab = -1;       // model::kAutoDraftVocab; 0: the whole vocabulary
+  int64_t draft_vocab = -1;  // model::kAutoDraftVocab; 0: the whole vocabulary
+  // Columns sharing one scale and bias in the drafter's requantized matrices.
+  int draft_group_size = 64;
   std::string think = "auto";     // enable_thinking: auto (template default) | on | off
   std::vector<std::string> stop;  // stop strings: generation ends before the first match
   bool ignore_eos = false;        // generate past the model's end tokens (fixed-length runs)

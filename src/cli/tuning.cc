@@ -47,8 +47,9 @@ Result<std::string> MtpCheckKey(const engine::EngineOptions& options) {
   MTPLX_ASSIGN_OR_RETURN(std::string written, io::WeightFilesStamp(options.model_dir));
   return StrCat(model, " | files ", written, " | draft layer ", options.load.draft_layer_bits,
                 " bits | draft head ", options.load.draft_head_bits, " bits, vocab ",
-                options.load.draft_vocab, options.pre_norm_hidden ? " | pre-norm hidden" : "",
-                " | mtplx ", pack::MtplxVersion());
+                options.load.draft_vocab, " | draft groups ", options.load.draft_head_group_size,
+                options.pre_norm_hidden ? " | pre-norm hidden" : "", " | mtplx ",
+                pack::MtplxVersion());
 }
 
 }  // namespace

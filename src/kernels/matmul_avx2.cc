@@ -30,9 +30,6 @@ bool Supported() {
 
 namespace {
 
-// As the AVX-512 panel kernel: streamed weights are fetched this far ahead of the reads.
-constexpr int64_t kPrefetchBytes = 6144;
-
 // Eight scale or bias entries (one half of a panel's 16) as f32, exactly.
 MTPLX_AVX2 inline __m256 LoadEight(const void* base, int64_t first, DType dtype) {
   if (dtype == DType::kF32) return _mm256_loadu_ps(static_cast<const float*>(base) + first);
@@ -95,15 +92,11 @@ MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* cons
       }
     }
   } else {
-    // Step s (4 columns): one byte per code (8-bit in place, other widths unpacked), split into
-    // nibbles.
-    alignas(32) uint8_t unpacked[64];
+    // Step s (4 columns): one byte per code (8-bit, or other widths spread by UnpackPanelAvx2),
+    // split into nibbles.
+    static_assert(Bits == 8);
     for (int64_t s = 0; s < group_size / 4; ++s) {
-      const uint8_t* step = wg + s * 8 * Bits;
-      if constexpr (Bits != 8) {
-        UnpackPanelStep(step, Bits, unpacked);
-        step = unpacked;
-      }
+      const uint8_t* step = wg + s * 64;
       const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + half * 32));
       const __m256i lo = _mm256_and_si256(codes, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
@@ -123,10 +116,10 @@ MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* cons
 }
 
 template <int Bits, int Rows>
-MTPLX_AVX2 void PanelRows(const Matrix& w, int64_t panel, const PreparedActivations& act,
-                          int64_t row0, float* y, int64_t y_stride) {
+MTPLX_AVX2 void PanelRows(const Matrix& w, const PanelSpan& span, const PreparedActivations& act,
+                          int64_t row0, float* y, int64_t y_stride, bool prefetch) {
   const int64_t group_size = w.quant.group_size, groups = act.groups;
-  const auto [codes, group_bytes, scale_base] = PanelAt(w, panel, Bits);
+  const auto [codes, group_bytes, scale_base] = span;
   const float* steps = act.steps + row0 * groups;
   const float* sums = act.group_sums + row0 * groups;
   for (int half = 0; half < 2; ++half) {
@@ -135,9 +128,9 @@ MTPLX_AVX2 void PanelRows(const Matrix& w, int64_t panel, const PreparedActivati
     for (int m = 0; m < Rows; ++m) res[m] = bias_terms[m] = _mm256_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
       const uint8_t* wg = codes + g * group_bytes;
-      if (w.quant.streamed && half == 0)
+      if (prefetch && half == 0)
         for (int64_t line = 0; line < group_bytes; line += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(wg) + kPrefetchBytes + line, _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(wg) + kPanelPrefetchBytes + line, _MM_HINT_T0);
       const int8_t* xg[Rows];
 #pragma GCC unroll 4
       for (int m = 0; m < Rows; ++m)
@@ -163,17 +156,91 @@ MTPLX_AVX2 void PanelRows(const Matrix& w, int64_t panel, const PreparedActivati
   }
 }
 
+// Spreading a run of 8 codes of `Bits` bits (`Bits` bytes of the stream) to bytes without VBMI:
+// pshufb puts the two stream bytes holding code i in 16-bit lane i of its 128-bit half (both
+// halves use the same pattern, each loaded from its own run), a multiply by 2^(8 - shift) moves
+// the code's low bit to bit 8, and the high byte, masked, is the code.
+template <int Bits>
+struct SpreadTables {
+  alignas(32) uint8_t pairs[32];
+  alignas(32) uint16_t multipliers[16];
+  constexpr SpreadTables() : pairs(), multipliers() {
+    for (int half = 0; half < 2; ++half) {
+      for (int i = 0; i < 8; ++i) {
+        const int bit = i * Bits;
+        pairs[half * 16 + 2 * i] = static_cast<uint8_t>(bit / 8);
+        pairs[half * 16 + 2 * i + 1] = static_cast<uint8_t>(bit / 8 + 1);
+        multipliers[half * 8 + i] = static_cast<uint16_t>(1 << (8 - bit % 8));
+      }
+    }
+  }
+};
+
+// Codes of runs `run` and `run + 1` of the stream at `src` (8 each) in 16-bit lanes. Reads 16
+// bytes from each run's start.
+template <int Bits>
+MTPLX_AVX2 inline __m256i SpreadTwoRuns(const uint8_t* src, int run) {
+  static constexpr SpreadTables<Bits> kTables;
+  const __m128i first = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + run * Bits));
+  const __m128i second = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (run + 1) * Bits));
+  const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(first), second, 1);
+  const __m256i pairs = _mm256_shuffle_epi8(
+      bytes, _mm256_load_si256(reinterpret_cast<const __m256i*>(kTables.pairs)));
+  const __m256i moved = _mm256_mullo_epi16(
+      pairs, _mm256_load_si256(reinterpret_cast<const __m256i*>(kTables.multipliers)));
+  return _mm256_and_si256(_mm256_srli_epi16(moved, 8), _mm256_set1_epi16((1 << Bits) - 1));
+}
+
+// A panel spread to PanelBytesBuffer (panels.h) with AVX2: the panel's bit stream is contiguous
+// across its groups, so its steps are spread in one pass; the last steps, whose 16-byte reads would
+// pass the end of the panel, go through the scalar UnpackPanelStep.
+template <int Bits>
+MTPLX_AVX2 PanelSpan UnpackPanelAvx2(const Matrix& w, int64_t panel) {
+  const auto [codes, group_bytes, scale_base] = PanelAt(w, panel, Bits);
+  const int64_t steps = w.cols / 4, step_bytes = 8 * Bits, panel_bytes = steps * step_bytes;
+  uint8_t* out = PanelBytesBuffer(w.cols);
+  int64_t t = 0;
+  for (; (t + 1) * step_bytes + 16 <= panel_bytes; ++t) {
+    const uint8_t* src = codes + t * step_bytes;
+    if (w.quant.streamed)
+      _mm_prefetch(reinterpret_cast<const char*>(src) + kPanelPrefetchBytes, _MM_HINT_T0);
+    // packus interleaves the 128-bit halves (runs 0, 2 | 1, 3); vpermq puts them in order.
+    for (int half = 0; half < 2; ++half) {
+      const __m256i packed = _mm256_packus_epi16(SpreadTwoRuns<Bits>(src, 4 * half),
+                                                 SpreadTwoRuns<Bits>(src, 4 * half + 2));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + t * 64 + half * 32),
+                          _mm256_permute4x64_epi64(packed, 0xD8));
+    }
+  }
+  for (; t < steps; ++t) UnpackPanelStep(codes + t * step_bytes, Bits, out + t * 64);
+  return {out, kPanelRows * w.quant.group_size, scale_base};
+}
+
+template <int Bits>
+void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
+                  int64_t y_stride) {
+  if constexpr (Bits != 4 && Bits != 8) {
+    // Spread to bytes once a panel, not once a half and row block; the 8-bit steps run on it.
+    const PanelSpan unpacked = UnpackPanelAvx2<Bits>(w, panel);
+    ForRowBlocks(act.rows, [&](auto block, int64_t m) {
+      PanelRows<8, decltype(block)::value>(w, unpacked, act, m, y + m * y_stride, y_stride,
+                                           /*prefetch=*/false);
+    });
+  } else {
+    ForRowBlocks(act.rows, [&](auto block, int64_t m) {
+      PanelRows<Bits, decltype(block)::value>(w, PanelAt(w, panel, Bits), act, m, y + m * y_stride,
+                                              y_stride, w.quant.streamed);
+    });
+  }
+}
+
 }  // namespace
 
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                int64_t y_stride) {
   MTPLX_CHECK(w.quant.panels, "not a panelled matrix");
-  ForBitWidth(w.quant.bits, [&](auto bits) {
-    ForRowBlocks(act.rows, [&](auto block, int64_t m) {
-      PanelRows<decltype(bits)::value, decltype(block)::value>(w, panel, act, m, y + m * y_stride,
-                                                               y_stride);
-    });
-  });
+  ForBitWidth(w.quant.bits,
+              [&](auto bits) { PanelAllRows<decltype(bits)::value>(w, panel, act, y, y_stride); });
 }
 
 #else  // not x86-64 with GCC: no AVX2 kernels

@@ -20,9 +20,6 @@ bool Supported() { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 
 namespace {
 
-// As the x86 panel kernels: streamed weights are fetched this far ahead of the reads.
-constexpr int64_t kPrefetchBytes = 6144;
-
 // Four scale or bias entries as f32, exactly.
 MTPLX_NEON_DOT inline float32x4_t LoadFour(const void* base, int64_t first, DType dtype) {
   if (dtype == DType::kF32) return vld1q_f32(static_cast<const float*>(base) + first);
@@ -69,9 +66,9 @@ MTPLX_NEON_DOT inline void GroupDots(const uint8_t* wg, int half, const int8_t* 
         }
     }
   } else {
-    // Step s (4 columns): one byte per code (8-bit in place, other widths unpacked); one
-    // 16-byte activation load covers four steps (lane q for step s + q).
-    alignas(16) uint8_t unpacked[64];
+    // Step s (4 columns): one byte per code (8-bit, or other widths spread by UnpackPanelNeon);
+    // one 16-byte activation load covers four steps (lane q for step s + q).
+    static_assert(Bits == 8);
     int32x4_t x_sums[Rows];
 #pragma GCC unroll 4
     for (int m = 0; m < Rows; ++m) x_sums[m] = vdupq_n_s32(0);
@@ -82,19 +79,15 @@ MTPLX_NEON_DOT inline void GroupDots(const uint8_t* wg, int half, const int8_t* 
 #pragma GCC unroll 4
       for (int m = 0; m < Rows; ++m) {
         x[m] = vld1q_s8(xg[m] + s * 4);
-        if constexpr (Bits == 8) x_sums[m] = vdotq_s32(x_sums[m], x[m], ones);
+        x_sums[m] = vdotq_s32(x_sums[m], x[m], ones);
       }
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
-        const uint8_t* step = wg + (s + q) * 8 * Bits;
-        if constexpr (Bits != 8) {
-          UnpackPanelStep(step, Bits, unpacked);
-          step = unpacked;
-        }
+        const uint8_t* step = wg + (s + q) * 64;
 #pragma GCC unroll 2
         for (int j = 0; j < kQuarters; ++j) {
           uint8x16_t codes = vld1q_u8(step + (2 * half + j) * 16);
-          if constexpr (Bits == 8) codes = veorq_u8(codes, sign);  // c - 128 as a signed byte
+          codes = veorq_u8(codes, sign);  // c - 128 as a signed byte
           const int8x16_t c = vreinterpretq_s8_u8(codes);
 #pragma GCC unroll 4
           for (int m = 0; m < Rows; ++m) {
@@ -129,10 +122,11 @@ MTPLX_NEON_DOT inline void GroupDots(const uint8_t* wg, int half, const int8_t* 
 }
 
 template <int Bits, int Rows>
-MTPLX_NEON_DOT void PanelRows(const Matrix& w, int64_t panel, const PreparedActivations& act,
-                              int64_t row0, float* y, int64_t y_stride) {
+MTPLX_NEON_DOT void PanelRows(const Matrix& w, const PanelSpan& span,
+                              const PreparedActivations& act, int64_t row0, float* y,
+                              int64_t y_stride, bool prefetch) {
   const int64_t group_size = w.quant.group_size, groups = act.groups;
-  const auto [codes, group_bytes, scale_base] = PanelAt(w, panel, Bits);
+  const auto [codes, group_bytes, scale_base] = span;
   const float* steps = act.steps + row0 * groups;
   const float* sums = act.group_sums + row0 * groups;
   for (int half = 0; half < 2; ++half) {
@@ -143,9 +137,9 @@ MTPLX_NEON_DOT void PanelRows(const Matrix& w, int64_t panel, const PreparedActi
       for (int j = 0; j < kQuarters; ++j) res[m][j] = bias_terms[m][j] = vdupq_n_f32(0.0f);
     for (int64_t g = 0; g < groups; ++g) {
       const uint8_t* wg = codes + g * group_bytes;
-      if (w.quant.streamed && half == 0)
+      if (prefetch && half == 0)
         for (int64_t line = 0; line < group_bytes; line += 64)
-          __builtin_prefetch(wg + kPrefetchBytes + line);
+          __builtin_prefetch(wg + kPanelPrefetchBytes + line);
       const int8_t* xg[Rows];
       int32x4_t acc[Rows][kQuarters];
 #pragma GCC unroll 4
@@ -176,16 +170,75 @@ MTPLX_NEON_DOT void PanelRows(const Matrix& w, int64_t panel, const PreparedActi
   }
 }
 
+// Spreading a run of 8 codes of `Bits` bits (`Bits` bytes of the stream) to bytes: tbl puts the
+// two stream bytes holding code i in 16-bit lane i, a right shift by the code's bit offset (a
+// negative left shift) and a mask leave the code, and a narrowing move packs the lanes to bytes.
+template <int Bits>
+struct SpreadTables {
+  uint8_t pairs[16];
+  int16_t shifts[8];
+  constexpr SpreadTables() : pairs(), shifts() {
+    for (int i = 0; i < 8; ++i) {
+      const int bit = i * Bits;
+      pairs[2 * i] = static_cast<uint8_t>(bit / 8);
+      pairs[2 * i + 1] = static_cast<uint8_t>(bit / 8 + 1);
+      shifts[i] = static_cast<int16_t>(-(bit % 8));
+    }
+  }
+};
+
+// The 8 codes of the run at `src` as bytes. Reads 16 bytes from `src`.
+template <int Bits>
+MTPLX_NEON_DOT inline uint8x8_t SpreadRun(const uint8_t* src) {
+  static constexpr SpreadTables<Bits> kTables;
+  const uint16x8_t pairs = vreinterpretq_u16_u8(vqtbl1q_u8(vld1q_u8(src), vld1q_u8(kTables.pairs)));
+  const uint16x8_t codes = vandq_u16(vshlq_u16(pairs, vld1q_s16(kTables.shifts)),
+                                     vdupq_n_u16(static_cast<uint16_t>((1 << Bits) - 1)));
+  return vmovn_u16(codes);
+}
+
+// A panel spread to PanelBytesBuffer (panels.h) with NEON: the panel's bit stream is contiguous
+// across its groups, so its steps are spread in one pass; the last steps, whose 16-byte reads would
+// pass the end of the panel, go through the scalar UnpackPanelStep.
+template <int Bits>
+MTPLX_NEON_DOT PanelSpan UnpackPanelNeon(const Matrix& w, int64_t panel) {
+  const auto [codes, group_bytes, scale_base] = PanelAt(w, panel, Bits);
+  const int64_t steps = w.cols / 4, step_bytes = 8 * Bits, panel_bytes = steps * step_bytes;
+  uint8_t* out = PanelBytesBuffer(w.cols);
+  int64_t t = 0;
+  for (; (t + 1) * step_bytes + 16 <= panel_bytes; ++t) {
+    const uint8_t* src = codes + t * step_bytes;
+    if (w.quant.streamed) __builtin_prefetch(src + kPanelPrefetchBytes);
+#pragma GCC unroll 4
+    for (int pair = 0; pair < 4; ++pair)
+      vst1q_u8(out + t * 64 + pair * 16, vcombine_u8(SpreadRun<Bits>(src + 2 * pair * Bits),
+                                                     SpreadRun<Bits>(src + (2 * pair + 1) * Bits)));
+  }
+  for (; t < steps; ++t) UnpackPanelStep(codes + t * step_bytes, Bits, out + t * 64);
+  return {out, kPanelRows * w.quant.group_size, scale_base};
+}
+
 }  // namespace
 
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                int64_t y_stride) {
   MTPLX_CHECK(w.quant.panels, "not a panelled matrix");
   ForBitWidth(w.quant.bits, [&](auto bits) {
-    ForRowBlocks(act.rows, [&](auto block, int64_t m) {
-      PanelRows<decltype(bits)::value, decltype(block)::value>(w, panel, act, m, y + m * y_stride,
-                                                               y_stride);
-    });
+    constexpr int kBits = decltype(bits)::value;
+    if constexpr (kBits != 4 && kBits != 8) {
+      // The codes spread to bytes once a panel, not once a step, half and row block; the 8-bit
+      // steps then run on the copy (exact for any byte).
+      const PanelSpan unpacked = UnpackPanelNeon<kBits>(w, panel);
+      ForRowBlocks(act.rows, [&](auto block, int64_t m) {
+        PanelRows<8, decltype(block)::value>(w, unpacked, act, m, y + m * y_stride, y_stride,
+                                             /*prefetch=*/false);
+      });
+    } else {
+      ForRowBlocks(act.rows, [&](auto block, int64_t m) {
+        PanelRows<kBits, decltype(block)::value>(w, PanelAt(w, panel, kBits), act, m,
+                                                 y + m * y_stride, y_stride, w.quant.streamed);
+      });
+    }
   });
 }
 

@@ -69,6 +69,12 @@ void UnpackPanelStep(const uint8_t* stream, int bits, uint8_t* out) {
   }
 }
 
+uint8_t* PanelBytesBuffer(int64_t cols) {
+  thread_local std::vector<uint8_t> bytes;
+  bytes.resize(static_cast<size_t>(kPanelRows * cols));
+  return bytes.data();
+}
+
 int64_t ScaleIndex(const Matrix& m, int64_t r, int64_t g) {
   const int64_t groups = m.GroupsPerRow();
   if (r >= PanelledRows(m)) return r * groups + g;

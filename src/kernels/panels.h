@@ -30,6 +30,12 @@ namespace mtplx::kernels {
 
 constexpr int64_t kPanelRows = 16;
 
+// How far ahead the panel kernels prefetch a streamed matrix's codes, every line: the hardware
+// prefetcher alone falls behind once the core is busy with two or more rows (AVX-512, 4-bit
+// 16384 x 4096 from DRAM on 2 threads: 1.28-1.43 ms at M = 2 without, 0.76-0.96 ms with; every
+// other line loses most of it).
+constexpr int64_t kPanelPrefetchBytes = 6144;
+
 // Quantized (2-8 bits), at least one whole panel, still in the MLX layout.
 bool PanelEligible(const Matrix& m);
 
@@ -65,6 +71,12 @@ inline PanelSpan PanelAt(const Matrix& w, int64_t panel, int bits) {
 // The 64 codes of one 4-column step of a panel of a width other than 4 and 8, spread to bytes in
 // the 8-bit order: they are 64 consecutive codes of the panel's bit stream starting at `stream`.
 void UnpackPanelStep(const uint8_t* stream, int bits, uint8_t* out);
+
+// The calling thread's buffer for one panel of `cols` columns spread to bytes (16 * cols bytes,
+// the 8-bit step order), reused by its later calls. The kernels spread a panel of 2, 3, 5 or 6
+// bits into it once, then run their 8-bit steps on it for every block of activation rows, instead
+// of spreading every step again for each block (and, without VBMI, each half) of rows.
+uint8_t* PanelBytesBuffer(int64_t cols);
 
 // Code of row r, column k, and the index of the (scale, bias) entry of row r, group g, in either
 // layout.
