@@ -16,7 +16,7 @@ namespace mtplx::model {
 
 class DraftHead {
  public:
-  // Quantizes `head` row by row (dequantized to f32 first) with f32 scales and biases (pass a
+  // Quantizes `head` row by row (dequantized to f32 first) with f16 scales and biases (pass a
   // row slice for a draft head over part of the vocabulary).
   static Result<std::unique_ptr<DraftHead>> Quantize(const Matrix& head, int bits, int group_size,
                                                      ThreadPool* pool);
@@ -30,7 +30,7 @@ class DraftHead {
 
  private:
   std::vector<uint32_t> packed_;
-  std::vector<float> scales_, biases_;
+  std::vector<uint16_t> scales_, biases_;  // f16 bits
   Matrix matrix_;
 };
 
