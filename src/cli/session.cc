@@ -44,7 +44,9 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_flag("--no-mtp", f.no_mtp, "Plain decoding on the same loaded model");
   cmd->add_flag("--skip-mtp-check", f.skip_mtp_check,
                 "Speculate even if the MTP head fails the acceptance check");
-  cmd->add_option("--draft-temperature", f.draft_temperature, "Draft sampler temperature")
+  cmd->add_option(
+         "--draft-temperature", f.draft_temperature,
+         "Draft sampler temperature (default: the pack's recommendation, else the request's)")
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--draft-top-p", f.draft_top_p, "Draft sampler top-p")

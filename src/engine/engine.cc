@@ -144,6 +144,21 @@ Request Engine::NewRequest() const {
   return r;
 }
 
+std::optional<sample::SamplingParams> Engine::DraftSampling(
+    const sample::SamplingParams& target) const {
+  const io::DraftSamplerDefaults& pack = defaults_.draft;
+  const std::optional<double> temperature =
+      options_.draft_temperature >= 0 ? options_.draft_temperature : pack.temperature;
+  const std::optional<double> top_p = options_.draft_top_p >= 0 ? options_.draft_top_p : pack.top_p;
+  const std::optional<int> top_k = options_.draft_top_k >= 0 ? options_.draft_top_k : pack.top_k;
+  if (!temperature && !top_p && !top_k) return std::nullopt;
+  sample::SamplingParams draft = target;
+  if (temperature) draft.temperature = *temperature;
+  if (top_p) draft.top_p = *top_p;
+  if (top_k) draft.top_k = *top_k;
+  return draft;
+}
+
 Result<std::vector<int32_t>> Engine::PromptTokens(const Request& request) const {
   switch (request.kind) {
     case PromptKind::kChat: {
@@ -535,12 +550,9 @@ Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
     spec.adaptive_start = depth_;
     spec.cycle_costs = cycle_costs_;
     spec.pre_norm_hidden = options_.pre_norm_hidden;
-    if (options_.draft_temperature >= 0 || options_.draft_top_p >= 0 || options_.draft_top_k >= 0) {
+    if (std::optional<sample::SamplingParams> draft = DraftSampling(g.sampling)) {
       spec.draft_same_as_target = false;
-      spec.draft = g.sampling;
-      if (options_.draft_temperature >= 0) spec.draft.temperature = options_.draft_temperature;
-      if (options_.draft_top_p >= 0) spec.draft.top_p = options_.draft_top_p;
-      if (options_.draft_top_k >= 0) spec.draft.top_k = options_.draft_top_k;
+      spec.draft = *draft;
     }
     MTPLX_ASSIGN_OR_RETURN(a.sequence,
                            Sequence::Speculative(*model_, std::move(g), spec, on_token));

@@ -56,7 +56,8 @@ struct EngineOptions {
   // estimated from the model's shape.
   std::vector<double> cycle_costs;
   bool pre_norm_hidden = false;
-  // Draft sampler overrides (negative: the target's value).
+  // Draft sampler overrides (negative: the pack's recommended_draft_sampler value, else the
+  // target's).
   double draft_temperature = -1, draft_top_p = -1;
   int draft_top_k = -1;
   // The longest prompt + completion served (0: the model's max_position_embeddings).
@@ -255,6 +256,10 @@ class Engine {
   std::shared_ptr<const grammar::Vocabulary> vocabulary() const;
   const chat::ChatTemplate& chat_template() const { return *template_; }
   const io::GenerationDefaults& defaults() const { return defaults_; }
+  // The draft sampler of a request sampled with `target`: the target's, with each value the
+  // options override (draft_temperature, ...) else the pack recommends replaced; nullopt when
+  // nothing is replaced. A greedy target still drafts greedily (Sequence).
+  std::optional<sample::SamplingParams> DraftSampling(const sample::SamplingParams& target) const;
   const EngineOptions& options() const { return options_; }
   int64_t context_window() const { return context_window_; }
   // The draft depth when speculating (0: plain decoding), and why speculation is off if it is.

@@ -36,6 +36,17 @@ void ReadPenalties(const json& obj, GenerationDefaults& d) {
       *field = std::clamp(obj[key].get<double>(), -2.0, 2.0);
 }
 
+void ReadDraftSampler(const json& obj, DraftSamplerDefaults& d) {
+  if (obj.contains("temperature") && obj["temperature"].is_number() &&
+      obj["temperature"].get<double>() >= 0)
+    d.temperature = obj["temperature"].get<double>();
+  if (obj.contains("top_p") && obj["top_p"].is_number() && obj["top_p"].get<double>() > 0 &&
+      obj["top_p"].get<double>() <= 1)
+    d.top_p = obj["top_p"].get<double>();
+  if (obj.contains("top_k") && obj["top_k"].is_number_integer() && obj["top_k"].get<int>() >= 0)
+    d.top_k = obj["top_k"].get<int>();
+}
+
 void ReadStopIds(const json& value, std::vector<int32_t>& out) {
   if (value.is_number_integer()) out.push_back(value.get<int32_t>());
   if (value.is_array())
@@ -65,6 +76,9 @@ Result<GenerationDefaults> LoadGenerationDefaults(const std::string& model_dir) 
       ReadPenalties(runtime["sampler"], d);
       d.source = "mtplx_runtime.json";
     }
+    if (runtime.contains("recommended_draft_sampler") &&
+        runtime["recommended_draft_sampler"].is_object())
+      ReadDraftSampler(runtime["recommended_draft_sampler"], d.draft);
   }
   if (d.stop_ids.empty()) {
     const std::string config_path = JoinPath(model_dir, "config.json");

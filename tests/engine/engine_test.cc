@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/file.h"
 #include "engine/text_stream.h"
 #include "support/test_support.h"
 
@@ -143,6 +145,50 @@ TEST(EngineTest, StopStringsCutTheTextAndAreReported) {
   EXPECT_EQ(cut->stop_string, stop);
   EXPECT_EQ(cut->text, full->text.substr(0, full->text.find(stop)));
   EXPECT_EQ(streamed, cut->text);
+}
+
+// The pack's recommended_draft_sampler replaces the request's values in the draft sampler only;
+// the CLI's --draft-* options replace the pack's.
+TEST(EngineTest, DraftSamplerFollowsThePackThenTheOptions) {
+  namespace fs = std::filesystem;
+  const std::string dir = testing::MakeTempDir("mtplx-draft-sampler");
+  for (const fs::directory_entry& f : fs::directory_iterator(testing::TrainedModelDir()))
+    fs::copy(f.path(), fs::path(dir) / f.path().filename());
+  auto contract = ReadTextFile(dir + "/mtplx_runtime.json");
+  ASSERT_TRUE(contract.ok());
+  auto json = nlohmann::json::parse(*contract);
+  EngineOptions options;
+  options.model_dir = dir;
+  options.load.show_progress = false;
+  options.load.threads = 1;
+  sample::SamplingParams target;
+  target.temperature = 1.0;
+  target.top_p = 0.95;
+  target.top_k = 20;
+  {
+    auto engine = Engine::Open(options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    EXPECT_FALSE((*engine)->DraftSampling(target));  // nothing recommended: the target's
+  }
+  json["recommended_draft_sampler"] = {{"temperature", 0.7}, {"top_k", 8}};
+  ASSERT_TRUE(WriteTextFile(dir + "/mtplx_runtime.json", json.dump()).ok());
+  {
+    auto engine = Engine::Open(options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    auto draft = (*engine)->DraftSampling(target);
+    ASSERT_TRUE(draft);
+    EXPECT_DOUBLE_EQ(draft->temperature, 0.7);
+    EXPECT_DOUBLE_EQ(draft->top_p, 0.95);  // not recommended: the request's
+    EXPECT_EQ(draft->top_k, 8);
+  }
+  options.draft_temperature = 0.5;
+  auto engine = Engine::Open(options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  auto draft = (*engine)->DraftSampling(target);
+  ASSERT_TRUE(draft);
+  EXPECT_DOUBLE_EQ(draft->temperature, 0.5);
+  EXPECT_EQ(draft->top_k, 8);
+  fs::remove_all(dir);
 }
 
 TEST(EngineTest, PromptsBeyondTheContextWindowAreRefusedAndMaxTokensClamped) {

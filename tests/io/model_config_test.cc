@@ -828,6 +828,24 @@ TEST_F(GenerationDefaultsTest, MtpDepthFromRuntimeFile) {
   EXPECT_EQ(Load().source, "built-in");  // no sampler object
 }
 
+TEST_F(GenerationDefaultsTest, RecommendedDraftSamplerFromRuntimeFile) {
+  GenerationDefaults d = Load();
+  EXPECT_FALSE(d.draft.temperature || d.draft.top_p || d.draft.top_k);
+  Write("mtplx_runtime.json",
+        {{"sampler", {{"temperature", 0.6}}},
+         {"recommended_draft_sampler", {{"temperature", 0.7}, {"top_p", 0.9}, {"top_k", 8}}}});
+  d = Load();
+  EXPECT_EQ(d.draft.temperature, 0.7);
+  EXPECT_EQ(d.draft.top_p, 0.9);
+  EXPECT_EQ(d.draft.top_k, 8);
+  EXPECT_DOUBLE_EQ(d.temperature, 0.6);  // the target's sampler is untouched
+  // Out of range or mistyped values are left to the request's own.
+  Write("mtplx_runtime.json",
+        {{"recommended_draft_sampler", {{"temperature", -1}, {"top_p", 0}, {"top_k", "20"}}}});
+  d = Load();
+  EXPECT_FALSE(d.draft.temperature || d.draft.top_p || d.draft.top_k);
+}
+
 TEST_F(GenerationDefaultsTest, MistypedSamplerValuesAreIgnored) {
   Write("generation_config.json", {{"temperature", "hot"}, {"top_k", 2.5}, {"top_p", nullptr}});
   const GenerationDefaults d = Load();
