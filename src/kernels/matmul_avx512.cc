@@ -286,21 +286,20 @@ MTPLX_AVX512 void PanelRows(const Matrix& w, const PanelSpan& span, const Prepar
 // 4-bit codes (one AND a step) never gain.
 constexpr int64_t kUnpackOnceRows = 12;
 
-// Panel `panel` of `w` (2, 3, 5 or 6 bits) as 8-bit panel codes (16 bytes a column, the 8-bit step
-// order) at `out`.
+// A panel spread to PanelBytesBuffer (panels.h) with VBMI: the panel's bit stream is contiguous
+// across its groups, and the masked loads read no byte past a step.
 template <int Bits>
-MTPLX_AVX512 void UnpackPanel(const Matrix& w, int64_t panel, uint8_t* out) {
+MTPLX_AVX512 PanelSpan UnpackPanelAvx512(const Matrix& w, int64_t panel) {
   const auto [codes, group_bytes, scale_base] = PanelAt(w, panel, Bits);
-  const int64_t steps = w.quant.group_size / 4;  // of 4 columns x 16 rows, 64 bytes each
-  for (int64_t g = 0; g < w.GroupsPerRow(); ++g) {
-    const uint8_t* wg = codes + g * group_bytes;
-    uint8_t* og = out + g * steps * 64;
+  const int64_t steps = w.cols / 4, step_bytes = 8 * Bits;
+  uint8_t* out = PanelBytesBuffer(w.cols);
+  for (int64_t t = 0; t < steps; ++t) {
+    const uint8_t* src = codes + t * step_bytes;
     if (w.quant.streamed)
-      for (int64_t line = 0; line < group_bytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(wg) + kPanelPrefetchBytes + line, _MM_HINT_T0);
-    for (int64_t s = 0; s < steps; ++s)
-      _mm512_storeu_si512(og + s * 64, Unpack64<Bits>(wg + s * 8 * Bits, BlockLoadMask(Bits, 64)));
+      _mm_prefetch(reinterpret_cast<const char*>(src) + kPanelPrefetchBytes, _MM_HINT_T0);
+    _mm512_storeu_si512(out + t * 64, Unpack64<Bits>(src, BlockLoadMask(Bits, 64)));
   }
+  return {out, kPanelRows * w.quant.group_size, scale_base};
 }
 
 template <int Bits>
@@ -308,10 +307,7 @@ void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act
                   int64_t y_stride) {
   if constexpr (Bits != 4 && Bits != 8) {
     if (act.rows >= kUnpackOnceRows) {
-      uint8_t* bytes = PanelBytesBuffer(w.cols);
-      UnpackPanel<Bits>(w, panel, bytes);
-      const PanelSpan unpacked{bytes, kPanelRows * w.quant.group_size,
-                               PanelAt(w, panel, Bits).scale_base};
+      const PanelSpan unpacked = UnpackPanelAvx512<Bits>(w, panel);
       ForRowBlocks(act.rows, [&](auto block, int64_t m) {
         constexpr int kRows = decltype(block)::value;
         PanelRows<8, kRows, false>(w, unpacked, act, m, y + m * y_stride, y_stride);

@@ -109,14 +109,12 @@ MTPLX_NEON_DOT inline void GroupDots(const uint8_t* wg, int half, const int8_t* 
         }
       }
     }
-    if constexpr (Bits == 8) {
-      // sum((c - 128) x) + 128 sum(x) = sum(c x), exact in int32.
+    // sum((c - 128) x) + 128 sum(x) = sum(c x), exact in int32.
 #pragma GCC unroll 4
-      for (int m = 0; m < Rows; ++m) {
-        const int32x4_t correction = vdupq_n_s32(128 * vaddvq_s32(x_sums[m]));
+    for (int m = 0; m < Rows; ++m) {
+      const int32x4_t correction = vdupq_n_s32(128 * vaddvq_s32(x_sums[m]));
 #pragma GCC unroll 2
-        for (int j = 0; j < kQuarters; ++j) acc[m][j] = vaddq_s32(acc[m][j], correction);
-      }
+      for (int j = 0; j < kQuarters; ++j) acc[m][j] = vaddq_s32(acc[m][j], correction);
     }
   }
 }

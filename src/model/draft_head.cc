@@ -1,5 +1,7 @@
 #include "model/draft_head.h"
 
+#include <cmath>
+
 #include "base/strings.h"
 #include "kernels/affine_quant.h"
 #include "kernels/panels.h"
@@ -9,7 +11,15 @@ namespace {
 
 // Scales and biases as f16, as MLX stores them for a half-precision model: the drafter streams
 // from memory every draft, and f32 entries would be a fifth of its bytes at 4 bits, groups of 64.
+// A matrix whose scales or biases f16 cannot hold (beyond 65504) keeps f32 ones.
 constexpr DType kScaleType = DType::kF16;
+
+bool AllFinite(const std::vector<uint8_t>& entries, DType dtype) {
+  const int64_t count = static_cast<int64_t>(entries.size() / DTypeSize(dtype));
+  for (int64_t i = 0; i < count; ++i)
+    if (!std::isfinite(kernels::LoadScalar(entries.data(), i, dtype))) return false;
+  return true;
+}
 
 }  // namespace
 
@@ -23,27 +33,36 @@ Result<std::unique_ptr<DraftHead>> DraftHead::Quantize(const Matrix& head, int b
   std::unique_ptr<DraftHead> d(new DraftHead());
   const int64_t words = head.cols * bits / 32, groups = head.cols / group_size;
   d->packed_.resize(head.rows * words);
-  d->scales_.resize(head.rows * groups);
-  d->biases_.resize(head.rows * groups);
-  auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> row(head.cols);
-    for (int64_t r = begin; r < end; ++r) {
-      kernels::DequantizeRow(head, r, row.data());
-      kernels::AffineQuantizeRow(row.data(), head.cols, bits, group_size, kScaleType,
-                                 d->packed_.data() + r * words, d->scales_.data() + r * groups,
-                                 d->biases_.data() + r * groups);
+  auto quantize = [&](DType scale_type) {
+    const size_t entry = DTypeSize(scale_type);
+    d->scales_.assign(head.rows * groups * entry, 0);
+    d->biases_.assign(head.rows * groups * entry, 0);
+    auto run = [&](int64_t begin, int64_t end) {
+      std::vector<float> row(head.cols);
+      for (int64_t r = begin; r < end; ++r) {
+        kernels::DequantizeRow(head, r, row.data());
+        kernels::AffineQuantizeRow(
+            row.data(), head.cols, bits, group_size, scale_type, d->packed_.data() + r * words,
+            d->scales_.data() + r * groups * entry, d->biases_.data() + r * groups * entry);
+      }
+    };
+    if (pool) {
+      pool->ParallelFor(head.rows, 64, run);
+    } else {
+      run(0, head.rows);
     }
   };
-  if (pool) {
-    pool->ParallelFor(head.rows, 64, run);
-  } else {
-    run(0, head.rows);
+  DType scale_type = kScaleType;
+  quantize(scale_type);
+  if (!AllFinite(d->scales_, scale_type) || !AllFinite(d->biases_, scale_type)) {
+    scale_type = DType::kF32;
+    quantize(scale_type);
   }
   d->matrix_.rows = head.rows;
   d->matrix_.cols = head.cols;
   d->matrix_.quantized = true;
   d->matrix_.quant = AffineQuant{
-      bits, group_size, d->packed_.data(), d->scales_.data(), d->biases_.data(), kScaleType};
+      bits, group_size, d->packed_.data(), d->scales_.data(), d->biases_.data(), scale_type};
   return d;
 }
 
@@ -54,7 +73,7 @@ void DraftHead::RepackToPanels(ThreadPool* pool, bool streamed) {
 }
 
 uint64_t DraftHead::bytes() const {
-  return packed_.size() * sizeof(uint32_t) + (scales_.size() + biases_.size()) * sizeof(uint16_t);
+  return packed_.size() * sizeof(uint32_t) + scales_.size() + biases_.size();
 }
 
 }  // namespace mtplx::model

@@ -16,8 +16,8 @@ namespace mtplx::model {
 
 class DraftHead {
  public:
-  // Quantizes `head` row by row (dequantized to f32 first) with f16 scales and biases (pass a
-  // row slice for a draft head over part of the vocabulary).
+  // Quantizes `head` row by row (dequantized to f32 first) with f16 scales and biases (f32 when
+  // f16 cannot hold them; pass a row slice for a draft head over part of the vocabulary).
   static Result<std::unique_ptr<DraftHead>> Quantize(const Matrix& head, int bits, int group_size,
                                                      ThreadPool* pool);
 
@@ -30,7 +30,7 @@ class DraftHead {
 
  private:
   std::vector<uint32_t> packed_;
-  std::vector<uint16_t> scales_, biases_;  // f16 bits
+  std::vector<uint8_t> scales_, biases_;  // raw entries of matrix_.quant.scale_dtype
   Matrix matrix_;
 };
 
