@@ -10,6 +10,7 @@ KernelCap KernelCapFromEnvironment() {
     const char* value = std::getenv("MTPLX_KERNELS");
     const std::string name = value ? value : "";
     if (name == "avx512") return KernelCap::kAvx512;
+    if (name == "avxvnni") return KernelCap::kAvxVnni;
     if (name == "avx2") return KernelCap::kAvx2;
     if (name == "portable") return KernelCap::kPortable;
     return KernelCap::kAmx;

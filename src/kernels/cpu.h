@@ -5,10 +5,12 @@
 
 namespace mtplx::kernels {
 
-enum class KernelCap { kPortable, kAvx2, kAvx512, kAmx };
+// kAvxVnni: the AVX2 kernels with vpdpbusd on 256-bit registers (what an Intel client core from
+// Alder Lake on runs); kAvx2: plain AVX2.
+enum class KernelCap { kPortable, kAvx2, kAvxVnni, kAvx512, kAmx };
 
-// The cap MTPLX_KERNELS names (amx, avx512, avx2 or portable; unset or unknown: no cap). It
-// only lowers what the CPU supports, never raises it. Read once per process.
+// The cap MTPLX_KERNELS names (amx, avx512, avxvnni, avx2 or portable; unset or unknown: no cap).
+// It only lowers what the CPU supports, never raises it. Read once per process.
 KernelCap KernelCapFromEnvironment();
 
 // AVX512F present and not capped below AVX-512: the attention, Gated DeltaNet and sampler scan

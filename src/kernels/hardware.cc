@@ -83,8 +83,9 @@ void ReadFeatures(HardwareInfo& h) {
   h.arch = "x86_64";
   __builtin_cpu_init();
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  bool amx_tile = false, amx_int8 = false, amx_bf16 = false, f16c = false;
+  bool amx_tile = false, amx_int8 = false, amx_bf16 = false, f16c = false, avx_vnni = false;
   if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) f16c = (ecx >> 29) & 1;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) avx_vnni = (eax >> 4) & 1;
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
     amx_bf16 = (edx >> 22) & 1;
     amx_tile = (edx >> 24) & 1;
@@ -95,6 +96,7 @@ void ReadFeatures(HardwareInfo& h) {
       {"avx2", __builtin_cpu_supports("avx2") != 0},
       {"fma", __builtin_cpu_supports("fma") != 0},
       {"f16c", f16c},
+      {"avx-vnni", avx_vnni},
       {"avx512f", __builtin_cpu_supports("avx512f") != 0},
       {"avx512bw", __builtin_cpu_supports("avx512bw") != 0},
       {"avx512vl", __builtin_cpu_supports("avx512vl") != 0},
@@ -131,6 +133,8 @@ const char* CapName(KernelCap cap) {
       return "portable";
     case KernelCap::kAvx2:
       return "avx2";
+    case KernelCap::kAvxVnni:
+      return "avxvnni";
     case KernelCap::kAvx512:
       return "avx512";
     case KernelCap::kAmx:

@@ -134,12 +134,16 @@ void ForEachRow(const Matrix& w, int64_t m_rows, ThreadPool* pool,
 
 // The int8 kernels this process runs: the best the CPU supports, capped by MTPLX_KERNELS
 // (kernels/cpu.h).
-enum class QuantIsa { kPortable, kAvx2, kAvx512, kAmx, kNeonDot };
+enum class QuantIsa { kPortable, kAvx2, kAvxVnni, kAvx512Vnni256, kAvx512, kAmx, kNeonDot };
 
 QuantIsa DetectQuantIsa() {
   const KernelCap cap = KernelCapFromEnvironment();
   if (cap == KernelCap::kAmx && amx::Supported()) return QuantIsa::kAmx;
   if (avx512::Supported() && cap >= KernelCap::kAvx512) return QuantIsa::kAvx512;
+  if (cap >= KernelCap::kAvxVnni) {
+    if (avx2::Supported(avx2::Dot::kAvxVnni)) return QuantIsa::kAvxVnni;
+    if (avx2::Supported(avx2::Dot::kAvx512Vnni)) return QuantIsa::kAvx512Vnni256;
+  }
   if (avx2::Supported() && cap != KernelCap::kPortable) return QuantIsa::kAvx2;
   if (neon::Supported() && cap != KernelCap::kPortable) return QuantIsa::kNeonDot;
   return QuantIsa::kPortable;
@@ -193,8 +197,12 @@ Int8Kernel PanelKernel() {
       return avx512::PanelInt8;
     case QuantIsa::kNeonDot:
       return neon::PanelInt8;
+    case QuantIsa::kAvxVnni:
+      return avx2::PanelInt8<avx2::Dot::kAvxVnni>;
+    case QuantIsa::kAvx512Vnni256:
+      return avx2::PanelInt8<avx2::Dot::kAvx512Vnni>;
     default:
-      return avx2::PanelInt8;
+      return avx2::PanelInt8<avx2::Dot::kNibbles>;
   }
 }
 
@@ -360,6 +368,10 @@ const char* QuantKernelName() {
       return "avx512-vnni";
     case QuantIsa::kAvx2:
       return "avx2";
+    case QuantIsa::kAvxVnni:
+      return "avx-vnni";
+    case QuantIsa::kAvx512Vnni256:
+      return "avx512-vnni-256";
     case QuantIsa::kNeonDot:
       return "neon-dotprod";
     default:

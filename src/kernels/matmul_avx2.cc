@@ -28,6 +28,26 @@ bool Supported() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c();
 }
 
+// AVX-VNNI from CPUID leaf 7, subleaf 1 (EAX bit 4); AVX2 already required the OS to save YMM.
+bool HasAvxVnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+}
+
+bool Supported(Dot dot) {
+  if (!Supported()) return false;
+  switch (dot) {
+    case Dot::kNibbles:
+      return true;
+    case Dot::kAvxVnni:
+      return HasAvxVnni();
+    case Dot::kAvx512Vnni:
+      // __builtin_cpu_supports reports AVX-512 features only where the OS saves their state.
+      return __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+
 namespace {
 
 // Eight scale or bias entries (one half of a panel's 16) as f32, exactly.
@@ -63,11 +83,73 @@ MTPLX_AVX2 inline void Widen(__m256i* lo16, __m256i* hi16, __m256i* acc) {
   }
 }
 
+// acc + the dot products of each lane's 4 unsigned codes with its 4 signed activations, exact in
+// int32 (vpdpbusd; the sums of products stay far from its wrap-around). Written as assembly so
+// one kernel template serves both encodings: a target attribute cannot follow a template
+// argument, and this template is compiled for plain AVX2 (its instantiations run only where
+// Supported(D) holds).
+template <Dot D>
+MTPLX_AVX2 inline __m256i DotAdd(__m256i acc, __m256i codes, __m256i x) {
+  static_assert(D != Dot::kNibbles);
+  if constexpr (D == Dot::kAvxVnni) {
+    asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(codes), "x"(x));
+  } else {
+    asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(codes), "x"(x));
+  }
+  return acc;
+}
+
+// GroupHalf with vpdpbusd: one instruction a step and row (two for 4-bit), no nibbles for 8-bit
+// and nothing to widen. At one or two rows a single accumulator a row would chain every step on
+// the instruction's latency, so their steps alternate between two.
+template <Dot D, int Bits, int Rows>
+MTPLX_AVX2 inline void GroupHalfVnni(const uint8_t* wg, int half, const int8_t* const* xg,
+                                     int64_t group_size, __m256i* acc) {
+  constexpr int kChains = Rows <= 2 ? 2 : 1;
+  constexpr int kColumnsPerStep = Bits == 4 ? 8 : 4;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256i part[kChains][Rows];
+#pragma GCC unroll 4
+  for (int c = 0; c < kChains; ++c)
+#pragma GCC unroll 4
+    for (int m = 0; m < Rows; ++m) part[c][m] = _mm256_setzero_si256();
+  // Group sizes are multiples of 32: the steps (4 to 32) divide evenly among the chains.
+  for (int64_t s0 = 0; s0 < group_size / kColumnsPerStep; s0 += kChains) {
+#pragma GCC unroll 2
+    for (int c = 0; c < kChains; ++c) {
+      const int64_t s = s0 + c;
+      const __m256i codes =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + s * 64 + half * 32));
+      if constexpr (Bits == 4) {
+        // Low nibbles are columns 8s..8s+3, high nibbles 8s+4..8s+7.
+        const __m256i lo = _mm256_and_si256(codes, low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+#pragma GCC unroll 4
+        for (int m = 0; m < Rows; ++m)
+          part[c][m] = DotAdd<D>(DotAdd<D>(part[c][m], lo, Broadcast4(xg[m] + s * 8)), hi,
+                                 Broadcast4(xg[m] + s * 8 + 4));
+      } else {
+        static_assert(Bits == 8);
+#pragma GCC unroll 4
+        for (int m = 0; m < Rows; ++m)
+          part[c][m] = DotAdd<D>(part[c][m], codes, Broadcast4(xg[m] + s * 4));
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int m = 0; m < Rows; ++m)
+    acc[m] = kChains == 2 ? _mm256_add_epi32(part[0][m], part[kChains - 1][m]) : part[0][m];
+}
+
 // Accumulates one half (8 output rows) of one group for `Rows` activation rows: acc[m] gets the
 // exact int32 dot of the group's codes with activation row m.
-template <int Bits, int Rows>
+template <Dot D, int Bits, int Rows>
 MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* const* xg,
                                  int64_t group_size, __m256i* acc) {
+  if constexpr (D != Dot::kNibbles) {
+    GroupHalfVnni<D, Bits, Rows>(wg, half, xg, group_size, acc);
+    return;
+  }
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256i lo16[Rows], hi16[Rows];
   int adds = 0;
@@ -115,7 +197,7 @@ MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* cons
   if (adds > 0) Widen<Bits, Rows>(lo16, hi16, acc);
 }
 
-template <int Bits, int Rows>
+template <Dot D, int Bits, int Rows>
 MTPLX_AVX2 void PanelRows(const Matrix& w, const PanelSpan& span, const PreparedActivations& act,
                           int64_t row0, float* y, int64_t y_stride, bool prefetch) {
   const int64_t group_size = w.quant.group_size, groups = act.groups;
@@ -138,7 +220,7 @@ MTPLX_AVX2 void PanelRows(const Matrix& w, const PanelSpan& span, const Prepared
       __m256i acc[Rows];
 #pragma GCC unroll 4
       for (int m = 0; m < Rows; ++m) acc[m] = _mm256_setzero_si256();
-      GroupHalf<Bits, Rows>(wg, half, xg, group_size, acc);
+      GroupHalf<D, Bits, Rows>(wg, half, xg, group_size, acc);
       const int64_t entry = scale_base + g * 16 + half * 8;
       const __m256 scales = LoadEight(w.quant.scales, entry, w.quant.scale_dtype);
       const __m256 biases = LoadEight(w.quant.biases, entry, w.quant.scale_dtype);
@@ -216,40 +298,51 @@ MTPLX_AVX2 PanelSpan UnpackPanelAvx2(const Matrix& w, int64_t panel) {
   return {out, kPanelRows * w.quant.group_size, scale_base};
 }
 
-template <int Bits>
+template <Dot D, int Bits>
 void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                   int64_t y_stride) {
   if constexpr (Bits != 4 && Bits != 8) {
     // Spread to bytes once a panel, not once a half and row block; the 8-bit steps run on it.
     const PanelSpan unpacked = UnpackPanelAvx2<Bits>(w, panel);
     ForRowBlocks(act.rows, [&](auto block, int64_t m) {
-      PanelRows<8, decltype(block)::value>(w, unpacked, act, m, y + m * y_stride, y_stride,
-                                           /*prefetch=*/false);
+      PanelRows<D, 8, decltype(block)::value>(w, unpacked, act, m, y + m * y_stride, y_stride,
+                                              /*prefetch=*/false);
     });
   } else {
     ForRowBlocks(act.rows, [&](auto block, int64_t m) {
-      PanelRows<Bits, decltype(block)::value>(w, PanelAt(w, panel, Bits), act, m, y + m * y_stride,
-                                              y_stride, w.quant.streamed);
+      PanelRows<D, Bits, decltype(block)::value>(w, PanelAt(w, panel, Bits), act, m,
+                                                 y + m * y_stride, y_stride, w.quant.streamed);
     });
   }
 }
 
 }  // namespace
 
+template <Dot D>
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                int64_t y_stride) {
   MTPLX_CHECK(w.quant.panels, "not a panelled matrix");
-  ForBitWidth(w.quant.bits,
-              [&](auto bits) { PanelAllRows<decltype(bits)::value>(w, panel, act, y, y_stride); });
+  ForBitWidth(w.quant.bits, [&](auto bits) {
+    PanelAllRows<D, decltype(bits)::value>(w, panel, act, y, y_stride);
+  });
 }
 
 #else  // not x86-64 with GCC: no AVX2 kernels
 
 bool Supported() { return false; }
+bool Supported(Dot) { return false; }
+template <Dot D>
 void PanelInt8(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t) {
   MTPLX_CHECK(false, "AVX2 kernels are not built for this target");
 }
 
 #endif
+
+template void PanelInt8<Dot::kNibbles>(const Matrix&, int64_t, const PreparedActivations&, float*,
+                                       int64_t);
+template void PanelInt8<Dot::kAvxVnni>(const Matrix&, int64_t, const PreparedActivations&, float*,
+                                       int64_t);
+template void PanelInt8<Dot::kAvx512Vnni>(const Matrix&, int64_t, const PreparedActivations&,
+                                          float*, int64_t);
 
 }  // namespace mtplx::kernels::avx2

@@ -39,8 +39,9 @@ TEST(CliTest, HardwareDescribesTheMachineAndItsKernels) {
   EXPECT_GT(h["memory"]["total_bytes"].get<uint64_t>(), 0u);
   EXPECT_TRUE(h["features"].is_object());
   const std::string matmul = h["kernels"]["quantized_matmul"];
-  EXPECT_TRUE(matmul == "amx-int8" || matmul == "avx512-vnni" || matmul == "avx2" ||
-              matmul == "neon-dotprod" || matmul == "portable")
+  EXPECT_TRUE(matmul == "amx-int8" || matmul == "avx512-vnni" || matmul == "avx-vnni" ||
+              matmul == "avx512-vnni-256" || matmul == "avx2" || matmul == "neon-dotprod" ||
+              matmul == "portable")
       << matmul;
   // MTPLX_KERNELS caps what runs, and the report says so.
   const Outcome capped = testing::RunMtplxWithEnv("MTPLX_KERNELS=portable", "hardware --json",

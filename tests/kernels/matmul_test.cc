@@ -229,21 +229,25 @@ TEST(PanelTest, PanelledMatricesMatchReferenceOnEveryPath) {
       }
 }
 
-// Every panel kernel this CPU runs (AVX-512 VNNI, AVX2 with nibble products through vpmaddubsw,
-// NEON sdot) computes the exact int32 group dots and the same float steps per lane as the plain
-// int8 row kernel, so each equals that scalar twin bit for bit: every width, group size and row
-// count, with and without the prefetch. (So the kernels also equal each other: a model gives the
-// same logits on every CPU family.)
+// Every panel kernel this CPU runs (AVX-512 VNNI, AVX2 with nibble products through vpmaddubsw or
+// with 256-bit vpdpbusd in either encoding, NEON sdot) computes the exact int32 group dots and the
+// same float steps per lane as the plain int8 row kernel, so each equals that scalar twin bit for
+// bit: every width, group size and row count, with and without the prefetch. (So the kernels also
+// equal each other: a model gives the same logits on every CPU family.)
 TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
   struct Isa {
     const char* name;
     bool supported;
     void (*panel)(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t);
   };
-  const Isa isas[] = {{"amx", amx::Supported(), amx::PanelInt8},
-                      {"avx512", avx512::Supported(), avx512::PanelInt8},
-                      {"avx2", avx2::Supported(), avx2::PanelInt8},
-                      {"neon", neon::Supported(), neon::PanelInt8}};
+  const Isa isas[] = {
+      {"amx", amx::Supported(), amx::PanelInt8},
+      {"avx512", avx512::Supported(), avx512::PanelInt8},
+      {"avx2", avx2::Supported(), avx2::PanelInt8<avx2::Dot::kNibbles>},
+      {"avx-vnni", avx2::Supported(avx2::Dot::kAvxVnni), avx2::PanelInt8<avx2::Dot::kAvxVnni>},
+      {"avx512-vnni-256", avx2::Supported(avx2::Dot::kAvx512Vnni),
+       avx2::PanelInt8<avx2::Dot::kAvx512Vnni>},
+      {"neon", neon::Supported(), neon::PanelInt8}};
   int ran = 0;
   for (int bits : {2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
