@@ -209,21 +209,31 @@ Int8Kernel PanelKernel() {
 void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
                  const PreparedActivations& act, ThreadPool* pool, int64_t work) {
   const Int8Kernel panel_kernel = PanelKernel();
+  // The AVX-512 kernel takes runs of panels (it pairs them); the others one at a time.
+  const bool ranges = SelectedIsa() == QuantIsa::kAvx512;
   int64_t total_panels = 0;
   for (const Matrix* w : ws) total_panels += PanelledRows(*w) / kPanelRows;
   // Panel t of the concatenated list belongs to the first matrix whose panels reach past t.
   auto run = [&](int64_t begin, int64_t end) {
     size_t i = 0;
     int64_t base = 0;
-    for (int64_t t = begin; t < end; ++t) {
+    for (int64_t t = begin; t < end;) {
       while (t - base >= PanelledRows(*ws[i]) / kPanelRows)
         base += PanelledRows(*ws[i++]) / kPanelRows;
       const int64_t p = t - base;
-      panel_kernel(*ws[i], p, act, ys[i] + p * kPanelRows, ws[i]->rows);
+      float* y = ys[i] + p * kPanelRows;
+      if (ranges) {
+        const int64_t count = std::min(end, base + PanelledRows(*ws[i]) / kPanelRows) - t;
+        avx512::PanelRangeInt8(*ws[i], p, count, act, y, ws[i]->rows);
+        t += count;
+      } else {
+        panel_kernel(*ws[i], p, act, y, ws[i]->rows);
+        ++t;
+      }
     }
   };
   if (WorthParallel(pool, work)) {
-    pool->ParallelFor(total_panels, 1, run);
+    pool->ParallelFor(total_panels, ranges ? 2 : 1, run);  // even runs: whole pairs
   } else {
     run(0, total_panels);
   }

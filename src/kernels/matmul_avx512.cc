@@ -197,85 +197,145 @@ MTPLX_AVX512 inline void DotAccumulateBroadcast(__m512i& acc, __m512i codes, con
       : "v"(codes), "m"(*reinterpret_cast<const int32_t*>(x)));
 }
 
-// One panel (16 output rows) against `Rows` int8 activation rows starting at row0; see
-// PanelInt8. Each activation row runs the same instructions whatever Rows is.
-template <int Bits, int Rows, bool Prefetch>
-MTPLX_AVX512 void PanelRows(const Matrix& w, const PanelSpan& span, const PreparedActivations& act,
+// acc += codes . x, x holding four int8 activations broadcast to every lane: the register form
+// of DotAccumulateBroadcast, for a broadcast that several panels share.
+MTPLX_AVX512 inline void DotAccumulate(__m512i& acc, __m512i codes, __m512i x) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(codes), "v"(x));
+}
+
+MTPLX_AVX512 inline __m512i Broadcast4(const int8_t* x) {
+  int32_t v;
+  std::memcpy(&v, x, sizeof(v));
+  return _mm512_set1_epi32(v);
+}
+
+// `Panels` consecutive panels (16 output rows each) against `Rows` int8 activation rows starting
+// at row0; see PanelInt8. Panel j writes y + 16 j. Each activation row runs the same instructions
+// whatever Rows is, and each panel's int32 dots and float steps are the same whatever Panels is.
+//
+// Two panels share each activation broadcast: a step of one panel and four rows loads its codes
+// and four broadcasts for four vpdpbusd, and a core issues those loads slower than the
+// vpdpbusd it has room for (Zen 5: two 512-bit vpdpbusd a cycle); two panels load six for eight.
+template <int Bits, int Rows, int Panels, bool Prefetch>
+MTPLX_AVX512 void PanelRows(const Matrix& w, const PanelSpan* spans, const PreparedActivations& act,
                             int64_t row0, float* y, int64_t y_stride) {
+  static_assert(Panels == 1 || Panels == 2);
   const int64_t group_size = w.quant.group_size, groups = act.groups;
-  const auto [codes, group_bytes, scale_base] = span;
   const int8_t* x8 = act.x8_columns + row0 * act.x8_stride;
   const float* steps = act.steps + row0 * groups;
   const float* sums = act.group_sums + row0 * groups;
-  __m512 res[Rows], bias_terms[Rows];
+  // Independent int32 accumulators a panel and row: four for a lone row (it would wait on the
+  // vpdpbusd latency, 4-5 cycles, instead of its throughput), fewer as panels and rows add
+  // chains of their own (fewer partial sums to add per group). Int32 sums are exact in any order.
+  constexpr int kChains = Rows <= 1 ? 4 : (Panels == 1 || Rows == 2 ? 2 : 1);
+  // 4-bit, one panel: the high nibbles stay in place (16 x code), one AND instead of a shift and
+  // an AND; their products land in the odd chains, divided by 16 exactly below. Two panels are
+  // short of registers for the separate chains that needs.
+  constexpr bool kHighInPlace = Bits == 4 && Panels == 1;
+  static_assert(!kHighInPlace || kChains >= 2);
+  __m512 res[Panels][Rows], bias_terms[Panels][Rows];
+#pragma GCC unroll 2
+  for (int j = 0; j < Panels; ++j)
 #pragma GCC unroll 4
-  for (int m = 0; m < Rows; ++m) res[m] = bias_terms[m] = _mm512_setzero_ps();
+    for (int m = 0; m < Rows; ++m) res[j][m] = bias_terms[j][m] = _mm512_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
-    const uint8_t* wg = codes + g * group_bytes;
-    if constexpr (Prefetch)
-      for (int64_t line = 0; line < group_bytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(wg) + kPanelPrefetchBytes + line, _MM_HINT_T0);
+    const uint8_t* wg[Panels];
+#pragma GCC unroll 2
+    for (int j = 0; j < Panels; ++j) {
+      wg[j] = spans[j].codes + g * spans[j].group_bytes;
+      if constexpr (Prefetch)
+        for (int64_t line = 0; line < spans[j].group_bytes; line += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(wg[j]) + kPanelPrefetchBytes + line,
+                       _MM_HINT_T0);
+    }
     const int8_t* xg = x8 + g * group_size;
-    // Independent int32 accumulators: four for a lone row (it would wait on the vpdpbusd
-    // latency, 4-5 cycles, instead of its throughput), two per row from two rows on (enough
-    // chains; fewer partial sums to add per group). Int32 sums are exact in any order.
-    constexpr int kChains = Rows <= 1 ? 4 : 2;
-    __m512i acc[4][Rows];
+    __m512i acc[4][Panels][Rows];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q)
+#pragma GCC unroll 2
+      for (int j = 0; j < Panels; ++j)
 #pragma GCC unroll 4
-      for (int m = 0; m < Rows; ++m) acc[q][m] = _mm512_setzero_si512();
+        for (int m = 0; m < Rows; ++m) acc[q][j][m] = _mm512_setzero_si512();
     if constexpr (Bits != 4) {
       // 4 columns x 16 rows a step: a 64-byte load for 8-bit, else 8 * Bits packed bytes
       // spread to bytes (VBMI), in the same order.
       for (int64_t s = 0; s < group_size / 4; s += 4) {
 #pragma GCC unroll 4
         for (int q = 0; q < 4; ++q) {
-          const __m512i codes4 = Unpack64<Bits>(wg + (s + q) * 8 * Bits, BlockLoadMask(Bits, 64));
+          __m512i codes4[Panels];
+#pragma GCC unroll 2
+          for (int j = 0; j < Panels; ++j)
+            codes4[j] = Unpack64<Bits>(wg[j] + (s + q) * 8 * Bits, BlockLoadMask(Bits, 64));
 #pragma GCC unroll 4
           for (int m = 0; m < Rows; ++m) {
             const int8_t* xm = xg + m * act.x8_stride + (s + q) * 4;
-            DotAccumulateBroadcast(acc[q % kChains][m], codes4, xm);
+            if constexpr (Panels == 1) {
+              DotAccumulateBroadcast(acc[q % kChains][0][m], codes4[0], xm);
+            } else {
+              const __m512i x = Broadcast4(xm);
+#pragma GCC unroll 2
+              for (int j = 0; j < Panels; ++j) DotAccumulate(acc[q % kChains][j][m], codes4[j], x);
+            }
           }
         }
       }
     } else {
-      // The high nibbles stay in place (16 x code): one AND instead of a shift and an AND. Their
-      // products land in the odd accumulators, which are divided by 16 exactly below.
       const __m512i low4 = _mm512_set1_epi8(0x0F),
                     high4 = _mm512_set1_epi8(static_cast<char>(0xF0));
       for (int64_t s = 0; s < group_size / 8; s += 2) {
 #pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
-          const __m512i packed = _mm512_loadu_si512(wg + (s + half) * 64);
-          const __m512i lo = _mm512_and_si512(packed, low4);
-          const __m512i hi = _mm512_and_si512(packed, high4);
+          __m512i lo[Panels], hi[Panels];
+#pragma GCC unroll 2
+          for (int j = 0; j < Panels; ++j) {
+            const __m512i packed = _mm512_loadu_si512(wg[j] + (s + half) * 64);
+            lo[j] = _mm512_and_si512(packed, low4);
+            hi[j] = kHighInPlace ? _mm512_and_si512(packed, high4)
+                                 : _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
+          }
+          const int a = (2 * half) % kChains, b = (2 * half + 1) % kChains;
 #pragma GCC unroll 4
           for (int m = 0; m < Rows; ++m) {
             const int8_t* xm = xg + m * act.x8_stride + (s + half) * 8;
-            const int a = (2 * half) % kChains, b = (2 * half + 1) % kChains;
-            DotAccumulateBroadcast(acc[a][m], lo, xm);
-            DotAccumulateBroadcast(acc[b][m], hi, xm + 4);
+            if constexpr (Panels == 1) {
+              DotAccumulateBroadcast(acc[a][0][m], lo[0], xm);
+              DotAccumulateBroadcast(acc[b][0][m], hi[0], xm + 4);
+            } else {
+              const __m512i x_lo = Broadcast4(xm), x_hi = Broadcast4(xm + 4);
+#pragma GCC unroll 2
+              for (int j = 0; j < Panels; ++j) {
+                DotAccumulate(acc[a][j][m], lo[j], x_lo);
+                DotAccumulate(acc[b][j][m], hi[j], x_hi);
+              }
+            }
           }
         }
       }
     }
-    const __m512 scales = LoadScales(w.quant.scales, scale_base + g * 16, 16, w.quant.scale_dtype);
-    const __m512 biases = LoadScales(w.quant.biases, scale_base + g * 16, 16, w.quant.scale_dtype);
+#pragma GCC unroll 2
+    for (int j = 0; j < Panels; ++j) {
+      const int64_t entry = spans[j].scale_base + g * 16;
+      const __m512 scales = LoadScales(w.quant.scales, entry, 16, w.quant.scale_dtype);
+      const __m512 biases = LoadScales(w.quant.biases, entry, 16, w.quant.scale_dtype);
 #pragma GCC unroll 4
-    for (int m = 0; m < Rows; ++m) {
-      __m512i odd = _mm512_add_epi32(acc[1][m], acc[3][m]);
-      if constexpr (Bits == 4) odd = _mm512_srai_epi32(odd, 4);  // exact: a multiple of 16
-      const __m512 dot =
-          _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(acc[0][m], acc[2][m]), odd));
-      const __m512 scale = _mm512_mul_ps(scales, _mm512_set1_ps(steps[m * groups + g]));
-      res[m] = _mm512_fmadd_ps(dot, scale, res[m]);
-      bias_terms[m] = _mm512_fmadd_ps(biases, _mm512_set1_ps(sums[m * groups + g]), bias_terms[m]);
+      for (int m = 0; m < Rows; ++m) {
+        __m512i odd = _mm512_add_epi32(acc[1][j][m], acc[3][j][m]);
+        if constexpr (kHighInPlace) odd = _mm512_srai_epi32(odd, 4);  // exact: a multiple of 16
+        const __m512 dot =
+            _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(acc[0][j][m], acc[2][j][m]), odd));
+        const __m512 scale = _mm512_mul_ps(scales, _mm512_set1_ps(steps[m * groups + g]));
+        res[j][m] = _mm512_fmadd_ps(dot, scale, res[j][m]);
+        bias_terms[j][m] =
+            _mm512_fmadd_ps(biases, _mm512_set1_ps(sums[m * groups + g]), bias_terms[j][m]);
+      }
     }
   }
+#pragma GCC unroll 2
+  for (int j = 0; j < Panels; ++j)
 #pragma GCC unroll 4
-  for (int m = 0; m < Rows; ++m)
-    _mm512_storeu_ps(y + m * y_stride, _mm512_add_ps(res[m], bias_terms[m]));
+    for (int m = 0; m < Rows; ++m)
+      _mm512_storeu_ps(y + m * y_stride + j * kPanelRows,
+                       _mm512_add_ps(res[j][m], bias_terms[j][m]));
 }
 
 // From this many activation rows on, a panel of 2, 3, 5 or 6 bits is unpacked to bytes once and
@@ -286,13 +346,18 @@ MTPLX_AVX512 void PanelRows(const Matrix& w, const PanelSpan& span, const Prepar
 // 4-bit codes (one AND a step) never gain.
 constexpr int64_t kUnpackOnceRows = 12;
 
-// A panel spread to PanelBytesBuffer (panels.h) with VBMI: the panel's bit stream is contiguous
+// From this many activation rows on (a prefill's), consecutive panels run in pairs (PanelRows).
+// Fewer rows are bound by the weights' stream when they come from memory, and two streams a core
+// load slower than one (16384 x 4096 from DRAM, 2 threads, 8-bit: M = 1 0.93-0.95 -> 1.41-1.67
+// ms paired, M = 8 1.72-1.74 -> 1.87-1.94; M = 64 10.6-10.9 -> 9.2-9.4).
+constexpr int64_t kPairRows = 16;
+
+// Panel `panel` spread to `out` (16 * cols bytes) with VBMI: the panel's bit stream is contiguous
 // across its groups, and the masked loads read no byte past a step.
 template <int Bits>
-MTPLX_AVX512 PanelSpan UnpackPanelAvx512(const Matrix& w, int64_t panel) {
+MTPLX_AVX512 PanelSpan UnpackPanelAvx512(const Matrix& w, int64_t panel, uint8_t* out) {
   const auto [codes, group_bytes, scale_base] = PanelAt(w, panel, Bits);
   const int64_t steps = w.cols / 4, step_bytes = 8 * Bits;
-  uint8_t* out = PanelBytesBuffer(w.cols);
   for (int64_t t = 0; t < steps; ++t) {
     const uint8_t* src = codes + t * step_bytes;
     if (w.quant.streamed)
@@ -302,37 +367,58 @@ MTPLX_AVX512 PanelSpan UnpackPanelAvx512(const Matrix& w, int64_t panel) {
   return {out, kPanelRows * w.quant.group_size, scale_base};
 }
 
-template <int Bits>
-void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
-                  int64_t y_stride) {
+// `Panels` panels from `panel` against every row block.
+template <int Bits, int Panels>
+void PanelGroupRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
+                    int64_t y_stride) {
+  PanelSpan spans[Panels];
   if constexpr (Bits != 4 && Bits != 8) {
     if (act.rows >= kUnpackOnceRows) {
-      const PanelSpan unpacked = UnpackPanelAvx512<Bits>(w, panel);
+      // Spread to bytes once (PanelBytesBuffer holds both panels of a pair), then 8-bit steps.
+      uint8_t* bytes = PanelBytesBuffer(Panels * w.cols);
+      for (int j = 0; j < Panels; ++j)
+        spans[j] = UnpackPanelAvx512<Bits>(w, panel + j, bytes + j * kPanelRows * w.cols);
       ForRowBlocks(act.rows, [&](auto block, int64_t m) {
         constexpr int kRows = decltype(block)::value;
-        PanelRows<8, kRows, false>(w, unpacked, act, m, y + m * y_stride, y_stride);
+        PanelRows<8, kRows, Panels, false>(w, spans, act, m, y + m * y_stride, y_stride);
       });
       return;
     }
   }
-  const PanelSpan span = PanelAt(w, panel, Bits);
+  for (int j = 0; j < Panels; ++j) spans[j] = PanelAt(w, panel + j, Bits);
   ForRowBlocks(act.rows, [&](auto block, int64_t m) {
     constexpr int kRows = decltype(block)::value;
     if (w.quant.streamed) {
-      PanelRows<Bits, kRows, true>(w, span, act, m, y + m * y_stride, y_stride);
+      PanelRows<Bits, kRows, Panels, true>(w, spans, act, m, y + m * y_stride, y_stride);
     } else {
-      PanelRows<Bits, kRows, false>(w, span, act, m, y + m * y_stride, y_stride);
+      PanelRows<Bits, kRows, Panels, false>(w, spans, act, m, y + m * y_stride, y_stride);
     }
   });
+}
+
+template <int Bits>
+void PanelRange(const Matrix& w, int64_t first, int64_t count, const PreparedActivations& act,
+                float* y, int64_t y_stride) {
+  int64_t j = 0;
+  if (act.rows >= kPairRows)
+    for (; j + 2 <= count; j += 2)
+      PanelGroupRows<Bits, 2>(w, first + j, act, y + j * kPanelRows, y_stride);
+  for (; j < count; ++j) PanelGroupRows<Bits, 1>(w, first + j, act, y + j * kPanelRows, y_stride);
 }
 
 }  // namespace
 
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                int64_t y_stride) {
+  PanelRangeInt8(w, panel, 1, act, y, y_stride);
+}
+
+void PanelRangeInt8(const Matrix& w, int64_t first, int64_t count, const PreparedActivations& act,
+                    float* y, int64_t y_stride) {
   MTPLX_CHECK(w.quant.panels, "not a panelled matrix");
-  ForBitWidth(w.quant.bits,
-              [&](auto bits) { PanelAllRows<decltype(bits)::value>(w, panel, act, y, y_stride); });
+  ForBitWidth(w.quant.bits, [&](auto bits) {
+    PanelRange<decltype(bits)::value>(w, first, count, act, y, y_stride);
+  });
 }
 
 void DenseRow(const Matrix& w, int64_t n, const float* x, int64_t m_rows, float* y,
@@ -363,6 +449,9 @@ void DenseRow(const Matrix&, int64_t, const float*, int64_t, float*, int64_t) {
   MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
 }
 void PanelInt8(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t) {
+  MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
+}
+void PanelRangeInt8(const Matrix&, int64_t, int64_t, const PreparedActivations&, float*, int64_t) {
   MTPLX_CHECK(false, "AVX-512 kernels are not built for this target");
 }
 

@@ -33,6 +33,10 @@ void QuantRowF32(const Matrix& w, int64_t n, const PreparedActivations& act, flo
 // Per group, int32 dot products for 16 outputs at once, then res += dot * scale * step in f32.
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                int64_t y_stride);
+// Panels first..first + count - 1 the same way, panel first + j writing y + 16 j: the same bits
+// as count calls of PanelInt8, consecutive panels paired from 4 activation rows on.
+void PanelRangeInt8(const Matrix& w, int64_t first, int64_t count, const PreparedActivations& act,
+                    float* y, int64_t y_stride);
 
 // Dense F32 / BF16 / F16 weights, f32 activations: y[m * y_stride] = W[n] . x[m] for
 // m in [0, m_rows), 16-lane FMA accumulation per activation row, then a fixed-order reduction.

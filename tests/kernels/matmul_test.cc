@@ -235,14 +235,19 @@ TEST(PanelTest, PanelledMatricesMatchReferenceOnEveryPath) {
 // bit: every width, group size and row count, with and without the prefetch. (So the kernels also
 // equal each other: a model gives the same logits on every CPU family.)
 TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
+  using PanelKernel = void (*)(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t);
+  using RangeKernel =
+      void (*)(const Matrix&, int64_t, int64_t, const PreparedActivations&, float*, int64_t);
   struct Isa {
     const char* name;
     bool supported;
-    void (*panel)(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t);
+    PanelKernel panel;
+    RangeKernel range = nullptr;  // all panels in one call (AVX-512 pairs them from 16 rows)
   };
   const Isa isas[] = {
       {"amx", amx::Supported(), amx::PanelInt8},
       {"avx512", avx512::Supported(), avx512::PanelInt8},
+      {"avx512-range", avx512::Supported(), nullptr, avx512::PanelRangeInt8},
       {"avx2", avx2::Supported(), avx2::PanelInt8<avx2::Dot::kNibbles>},
       {"avx-vnni", avx2::Supported(avx2::Dot::kAvxVnni), avx2::PanelInt8<avx2::Dot::kAvxVnni>},
       {"avx512-vnni-256", avx2::Supported(avx2::Dot::kAvx512Vnni),
@@ -278,8 +283,12 @@ TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
             if (!isa.supported) continue;
             ++ran;
             std::vector<float> got(m_rows * rows, -1.0f);
-            for (int64_t p = 0; p < rows / kPanelRows; ++p)
-              isa.panel(t.m, p, act, got.data() + p * kPanelRows, rows);
+            if (isa.range) {
+              isa.range(t.m, 0, rows / kPanelRows, act, got.data(), rows);
+            } else {
+              for (int64_t p = 0; p < rows / kPanelRows; ++p)
+                isa.panel(t.m, p, act, got.data() + p * kPanelRows, rows);
+            }
             ASSERT_EQ(0, std::memcmp(got.data(), twin.data(), got.size() * sizeof(float)))
                 << isa.name << " " << t.m.Describe() << " M=" << m_rows;
           }
