@@ -149,7 +149,7 @@ void BM_Attention(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * kv * KvElementBytes(type));
 }
 BENCHMARK(BM_Attention)
-    ->ArgsProduct({{512, 2048, 8192}, {1, 2, 4}, {1, 2}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{512, 2048, 8192, 32768}, {1, 2, 4}, {1, 2}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
