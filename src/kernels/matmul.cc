@@ -187,33 +187,41 @@ struct PreparedInput {
 // int8 row kernel, whose results every panel kernel equals bit for bit: an int8 matmul gives
 // the same floats on every CPU family. `work` (multiply-adds) decides whether the pool takes the
 // loop.
-using Int8Kernel = void (*)(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t);
+// A kernel over panels first .. first + count - 1 of one matrix, panel first + j writing y + 16 j.
+using PanelRangeKernel = void (*)(const Matrix&, int64_t, int64_t, const PreparedActivations&,
+                                  float*, int64_t);
 
-Int8Kernel PanelKernel() {
+// The kernels that take one panel at a time, over a run.
+template <void (*Kernel)(const Matrix&, int64_t, const PreparedActivations&, float*, int64_t)>
+void EachPanel(const Matrix& w, int64_t first, int64_t count, const PreparedActivations& act,
+               float* y, int64_t y_stride) {
+  for (int64_t j = 0; j < count; ++j) Kernel(w, first + j, act, y + j * kPanelRows, y_stride);
+}
+
+PanelRangeKernel PanelKernel() {
   switch (SelectedIsa()) {
     case QuantIsa::kAmx:
-      return amx::PanelInt8;
+      return EachPanel<amx::PanelInt8>;
     case QuantIsa::kAvx512:
-      return avx512::PanelInt8;
+      return avx512::PanelRangeInt8;  // pairs panels for a prefill's rows
     case QuantIsa::kNeonDot:
-      return neon::PanelInt8;
+      return EachPanel<neon::PanelInt8>;
     case QuantIsa::kAvxVnni:
-      return avx2::PanelInt8<avx2::Dot::kAvxVnni>;
+      return EachPanel<avx2::PanelInt8<avx2::Dot::kAvxVnni>>;
     case QuantIsa::kAvx512Vnni256:
-      return avx2::PanelInt8<avx2::Dot::kAvx512Vnni>;
+      return EachPanel<avx2::PanelInt8<avx2::Dot::kAvx512Vnni>>;
     default:
-      return avx2::PanelInt8<avx2::Dot::kNibbles>;
+      return EachPanel<avx2::PanelInt8<avx2::Dot::kNibbles>>;
   }
 }
 
 void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
                  const PreparedActivations& act, ThreadPool* pool, int64_t work) {
-  const Int8Kernel panel_kernel = PanelKernel();
-  // The AVX-512 kernel takes runs of panels (it pairs them); the others one at a time.
-  const bool ranges = SelectedIsa() == QuantIsa::kAvx512;
+  const PanelRangeKernel panel_kernel = PanelKernel();
   int64_t total_panels = 0;
   for (const Matrix* w : ws) total_panels += PanelledRows(*w) / kPanelRows;
-  // Panel t of the concatenated list belongs to the first matrix whose panels reach past t.
+  // Panel t of the concatenated list belongs to the first matrix whose panels reach past t; each
+  // matrix's share of [begin, end) goes to the kernel as one run.
   auto run = [&](int64_t begin, int64_t end) {
     size_t i = 0;
     int64_t base = 0;
@@ -221,19 +229,13 @@ void RunPanelled(std::span<const Matrix* const> ws, std::span<float* const> ys,
       while (t - base >= PanelledRows(*ws[i]) / kPanelRows)
         base += PanelledRows(*ws[i++]) / kPanelRows;
       const int64_t p = t - base;
-      float* y = ys[i] + p * kPanelRows;
-      if (ranges) {
-        const int64_t count = std::min(end, base + PanelledRows(*ws[i]) / kPanelRows) - t;
-        avx512::PanelRangeInt8(*ws[i], p, count, act, y, ws[i]->rows);
-        t += count;
-      } else {
-        panel_kernel(*ws[i], p, act, y, ws[i]->rows);
-        ++t;
-      }
+      const int64_t count = std::min(end, base + PanelledRows(*ws[i]) / kPanelRows) - t;
+      panel_kernel(*ws[i], p, count, act, ys[i] + p * kPanelRows, ws[i]->rows);
+      t += count;
     }
   };
   if (WorthParallel(pool, work)) {
-    pool->ParallelFor(total_panels, ranges ? 2 : 1, run);  // even runs: whole pairs
+    pool->ParallelFor(total_panels, 2, run);  // even runs: whole pairs
   } else {
     run(0, total_panels);
   }

@@ -137,8 +137,10 @@ MTPLX_AVX2 inline void GroupHalfVnni(const uint8_t* wg, int half, const int8_t* 
     }
   }
 #pragma GCC unroll 4
-  for (int m = 0; m < Rows; ++m)
-    acc[m] = kChains == 2 ? _mm256_add_epi32(part[0][m], part[kChains - 1][m]) : part[0][m];
+  for (int m = 0; m < Rows; ++m) {
+    acc[m] = part[0][m];
+    if constexpr (kChains == 2) acc[m] = _mm256_add_epi32(acc[m], part[1][m]);
+  }
 }
 
 // Accumulates one half (8 output rows) of one group for `Rows` activation rows: acc[m] gets the

@@ -35,7 +35,7 @@ bool Supported(Dot dot);
 // Panel `panel` of a panelled matrix (any width 2-8; kernels/panels.h) against every int8
 // activation row: y[m * y_stride + i] for output row 16 * panel + i. All three dots give the
 // same bits. Requires Supported(D).
-template <Dot D = Dot::kNibbles>
+template <Dot D>
 void PanelInt8(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                int64_t y_stride);
 
