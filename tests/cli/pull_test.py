@@ -7,11 +7,13 @@ and the pulled snapshot runs and is listed by `mtplx models`. Python standard li
 
 Usage: python3 pull_test.py PATH/TO/mtplx
 """
+import atexit
 import hashlib
 import http.server
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -124,11 +126,18 @@ def check(condition, message):
         print("FAIL:", message, flush=True)
 
 
+def scratch_dir() -> str:
+    """A fresh hub cache, removed when the test exits (each holds a copy of the model)."""
+    folder = tempfile.mkdtemp(prefix="mtplx-hub-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def main():
     mtplx = os.path.abspath(sys.argv[1])
     hub = Hub()
     threading.Thread(target=hub.serve_forever, daemon=True).start()
-    cache = tempfile.mkdtemp(prefix="mtplx-hub-")
+    cache = scratch_dir()
     env = {**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{hub.server_address[1]}",
            "HF_HUB_CACHE": cache, "HF_TOKEN": "", "HF_HOME": cache + "/hf-home"}
 
@@ -189,7 +198,7 @@ def main():
     # 6. A partial file left by an interrupted run resumes from where it stopped.
     data = (MODEL / "model.safetensors").read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    fresh = tempfile.mkdtemp(prefix="mtplx-hub-")
+    fresh = scratch_dir()
     blobs = pathlib.Path(fresh) / "models--acme--tiny" / "blobs"
     blobs.mkdir(parents=True)
     (blobs / (sha + ".incomplete")).write_bytes(data[:1000])

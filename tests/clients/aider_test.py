@@ -6,13 +6,12 @@ Usage: python aider_test.py PATH/TO/mtplx   (in the `aider` environment of insta
 import os
 import subprocess
 import sys
-import tempfile
 
-from harness import Server, check, mtplx_binary, run_scenarios
+from harness import Server, check, mtplx_binary, run_scenarios, scratch_dir
 
 
 def one_message_session(server):
-    workdir = tempfile.mkdtemp(prefix="mtplx-aider-")
+    workdir = scratch_dir("mtplx-aider-")
     aider = os.path.join(os.path.dirname(sys.executable), "aider")
     env = {**os.environ, "HOME": workdir, "AIDER_ANALYTICS": "false", "AIDER_CHECK_UPDATE": "false"}
     result = subprocess.run(

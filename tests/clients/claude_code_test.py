@@ -8,11 +8,10 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 import claude_agent_sdk
 
-from harness import Server, check, mtplx_binary, run_scenarios
+from harness import Server, check, mtplx_binary, run_scenarios, scratch_dir
 
 
 def claude_binary() -> str:
@@ -27,7 +26,7 @@ RAN_TO_THE_CAP = "output token maximum"
 
 
 def claude_session(server) -> subprocess.CompletedProcess:
-    workdir = tempfile.mkdtemp(prefix="mtplx-claude-")
+    workdir = scratch_dir("mtplx-claude-")
     env = {
         **os.environ,
         "ANTHROPIC_BASE_URL": server.base,

@@ -6,6 +6,7 @@ client it drives (scripts/install-clients.sh).
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -23,6 +24,28 @@ BUNDLED_MODEL = os.path.join(ROOT, "models", "default")
 TEMPLATES = os.path.join(ROOT, "tests", "data", "chat", "templates")
 
 
+_scratch: list[str] = []
+
+
+def _remove_scratch():
+    for path in _scratch:
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.exists(path):
+            os.unlink(path)
+
+
+atexit.register(_remove_scratch)
+
+
+def scratch_dir(prefix: str) -> str:
+    """A fresh temp folder, removed when the test process exits (a test run leaves nothing in
+    /tmp, where repeated runs would otherwise fill the disk)."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    _scratch.append(folder)
+    return folder
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -32,7 +55,7 @@ def free_port() -> int:
 def model_with_template(template: str) -> str:
     """The bundled model with another chat template (e.g. "qwen3.6.jinja": XML tool calls and a
     pre-opened <think>), as a folder of links in a fresh temp dir."""
-    folder = tempfile.mkdtemp(prefix="mtplx-model-")
+    folder = scratch_dir("mtplx-model-")
     for name in os.listdir(BUNDLED_MODEL):
         os.symlink(os.path.join(BUNDLED_MODEL, name), os.path.join(folder, name))
     shutil.copy(os.path.join(TEMPLATES, template), os.path.join(folder, "chat_template.jinja"))
@@ -50,6 +73,7 @@ class Server:
             command += ["--model", model]
         command += list(args)
         self.log = tempfile.NamedTemporaryFile(prefix="mtplx-serve-", suffix=".log", delete=False)
+        _scratch.append(self.log.name)  # read until the end of the test, removed after it
         self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **(env or {})})
         deadline = time.time() + 120

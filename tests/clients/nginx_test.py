@@ -13,10 +13,9 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import urllib.request
 
-from harness import ROOT, Server, check, free_port, run_scenarios, wait_for
+from harness import ROOT, Server, check, free_port, run_scenarios, scratch_dir, wait_for
 
 CONFIG = os.path.join(ROOT, "deploy", "nginx", "mtplx.conf")
 
@@ -25,7 +24,7 @@ class Nginx:
     """nginx in the foreground with a private prefix, proxying to the given replica ports."""
 
     def __init__(self, ports):
-        self.dir = tempfile.mkdtemp(prefix="mtplx-nginx-")
+        self.dir = scratch_dir("mtplx-nginx-")
         self.port = free_port()
         site = open(CONFIG).read()
         site = site.replace("127.0.0.1:8001", f"127.0.0.1:{ports[0]}")
