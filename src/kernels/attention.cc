@@ -287,6 +287,12 @@ MTPLX_AVX512_ATTN inline void PrefetchRows(const T* plane, int64_t d, int64_t be
   for (const char* p = first; p < last; p += 64) _mm_prefetch(p, _MM_HINT_T0);
 }
 
+// Brings `bytes` from p on into L1, one request per cache line.
+MTPLX_AVX512_ATTN inline void PrefetchSlice(const void* p, int64_t bytes) {
+  const char* first = static_cast<const char*>(p);
+  for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(first + b, _MM_HINT_T0);
+}
+
 // Positions of a value tile: the tile (16 KiB at head_dim 64, 64 KiB at 256) stays in L1 or L2
 // while every query of the group and every 64-wide slice of the head reads it.
 constexpr int64_t kValueTile = 64;
@@ -298,7 +304,7 @@ constexpr int64_t kValueTile = 64;
 // the others.
 template <int N, typename T>
 MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const T* values, int64_t d, int64_t c,
-                                 int chunks, int64_t u0, int64_t u1) {
+                                 int chunks, int64_t u0, int64_t u1, int64_t prefetch_to) {
   __m512 o[N][4];
 #pragma GCC unroll 4
   for (int n = 0; n < N; ++n)
@@ -308,8 +314,10 @@ MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const T* values, int64_t d
                                      : _mm512_setzero_ps();
   int64_t shared = std::min(u1, g[0].length);
   for (int n = 1; n < N; ++n) shared = std::min(shared, g[n].length);
+  const int64_t line_bytes = chunks * 16 * static_cast<int64_t>(sizeof(T));
   for (int64_t u = u0; u < shared; ++u) {
     const T* v = values + u * d + c;
+    if (u + kValueTile < prefetch_to) PrefetchSlice(v + kValueTile * d, line_bytes);
     __m512 row[4];
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i)
@@ -328,22 +336,27 @@ MTPLX_AVX512_ATTN void SumValues(const GroupQuery* g, const T* values, int64_t d
       if (i < chunks) _mm512_storeu_ps(g[n].out + c + int64_t{16} * i, o[n][i]);
 }
 
+// prefetch_to: the first pass over the slice fetches the same slice of the next tile, row by row
+// as it goes (spread out, not a burst that waits on a full miss queue), up to this position (0: no
+// prefetch).
 template <typename T>
 MTPLX_AVX512_ATTN void SumValueTile(const GroupQuery* g, int count, const T* values, int64_t d,
-                                    int64_t c, int chunks, int64_t u0, int64_t u1) {
+                                    int64_t c, int chunks, int64_t u0, int64_t u1,
+                                    int64_t prefetch_to) {
   for (int n = 0; n < count; n += kMaxValueQueries) {
+    const int64_t to = n == 0 ? prefetch_to : 0;
     switch (std::min(kMaxValueQueries, count - n)) {
       case 4:
-        SumValues<4, T>(g + n, values, d, c, chunks, u0, u1);
+        SumValues<4, T>(g + n, values, d, c, chunks, u0, u1, to);
         break;
       case 3:
-        SumValues<3, T>(g + n, values, d, c, chunks, u0, u1);
+        SumValues<3, T>(g + n, values, d, c, chunks, u0, u1, to);
         break;
       case 2:
-        SumValues<2, T>(g + n, values, d, c, chunks, u0, u1);
+        SumValues<2, T>(g + n, values, d, c, chunks, u0, u1, to);
         break;
       default:
-        SumValues<1, T>(g + n, values, d, c, chunks, u0, u1);
+        SumValues<1, T>(g + n, values, d, c, chunks, u0, u1, to);
         break;
     }
   }
@@ -354,13 +367,17 @@ MTPLX_AVX512_ATTN void SumValueTile(const GroupQuery* g, int count, const T* val
 // a query, half the loads of ScoreBlock per multiply-add. Every (query, key) score gets the fused
 // multiply-adds of ScoreBlock in the same order and the same lane of SumEach's tree (which treats
 // every lane alike), so the scores are ScoreBlock's bit for bit.
+// ahead: the block kPrefetchKeys positions on, fetched a line of four keys at a time as this one
+// is scored (spread out, not a burst that waits on a full miss queue), or null.
 template <int NQ, int D, typename K>
 MTPLX_AVX512_ATTN inline void ScoreBlockForQueries(const GroupQuery* g, const K* keys,
                                                    int64_t first, int64_t d, int64_t t0,
-                                                   float scale, float* scores, int64_t pitch) {
+                                                   float scale, float* scores, int64_t pitch,
+                                                   const K* ahead) {
   static_assert(NQ >= 2 && NQ <= 4);
   const int64_t dim = D > 0 ? D : d;
   const K* block = keys + (t0 - first) * dim;
+  constexpr int64_t kLine = 64 / sizeof(K);  // elements a cache line
   const __m512 scales = _mm512_set1_ps(scale);
 #pragma GCC unroll 1
   for (int k0 = 0; k0 < 16; k0 += 4) {
@@ -368,6 +385,10 @@ MTPLX_AVX512_ATTN inline void ScoreBlockForQueries(const GroupQuery* g, const K*
 #pragma GCC unroll 16
     for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t c = 0; c < dim; c += 16) {
+      if (ahead && c % kLine == 0) {
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) _mm_prefetch(ahead + (k0 + k) * dim + c, _MM_HINT_T0);
+      }
       __m512 qc[NQ];
 #pragma GCC unroll 4
       for (int n = 0; n < NQ; ++n) qc[n] = _mm512_loadu_ps(g[n].q + c);
@@ -386,23 +407,40 @@ MTPLX_AVX512_ATTN inline void ScoreBlockForQueries(const GroupQuery* g, const K*
   }
 }
 
+// Whether queries g[0 .. together) (two or more) all see every key of the block at t0.
+inline bool SeeWholeBlock(const GroupQuery* g, int together, int64_t t0) {
+  if (together < 2) return false;
+  for (int i = 0; i < together; ++i)
+    if (t0 + 16 > g[i].length) return false;
+  return true;
+}
+
 // Scores keys [t0, t0 + 16) for every query of a group (each up to its length). `keys` holds
 // rows from `first` on: the plane itself (first = 0) or a widened copy of the block (first = t0).
 // Queries that all see the whole block go four (or the last two or three) at a time.
+// prefetch_to: fetch the keys kPrefetchKeys positions ahead, up to this position (0: none; keys
+// must then be the plane).
 template <int D, typename K>
 MTPLX_AVX512_ATTN inline void ScoreGroupBlock(const GroupQuery* g, int count, const K* keys,
                                               int64_t first, int64_t d, int64_t t0, float scale,
-                                              float* scores, int64_t pitch) {
+                                              float* scores, int64_t pitch, int64_t prefetch_to) {
+  const int64_t ahead_from = t0 + kPrefetchKeys;
+  const K* ahead = prefetch_to >= ahead_from + 16 ? keys + ahead_from * d : nullptr;
+  if (prefetch_to > ahead_from && !ahead) {
+    PrefetchRows(keys, d, ahead_from, prefetch_to);  // a partial last block
+  } else if (ahead && !SeeWholeBlock(g, std::min(4, count), t0)) {
+    PrefetchRows(keys, d, ahead_from, ahead_from + 16);  // no query pair scores this block
+    ahead = nullptr;
+  }
   int n = 0;
   for (; n + 2 <= count; n += 4) {
     const int together = std::min(4, count - n);
-    bool full = true;
-    for (int i = 0; i < together; ++i) full = full && t0 + 16 <= g[n + i].length;
-    if (!full) break;
+    if (!SeeWholeBlock(g + n, together, t0)) break;
     float* s = scores + n * pitch;
-    if (together == 4) ScoreBlockForQueries<4, D>(g + n, keys, first, d, t0, scale, s, pitch);
-    if (together == 3) ScoreBlockForQueries<3, D>(g + n, keys, first, d, t0, scale, s, pitch);
-    if (together == 2) ScoreBlockForQueries<2, D>(g + n, keys, first, d, t0, scale, s, pitch);
+    const K* a = n == 0 ? ahead : nullptr;
+    if (together == 4) ScoreBlockForQueries<4, D>(g + n, keys, first, d, t0, scale, s, pitch, a);
+    if (together == 3) ScoreBlockForQueries<3, D>(g + n, keys, first, d, t0, scale, s, pitch, a);
+    if (together == 2) ScoreBlockForQueries<2, D>(g + n, keys, first, d, t0, scale, s, pitch, a);
   }
   for (; n < count; ++n) {
     float* s = scores + n * pitch + first;
@@ -439,27 +477,30 @@ MTPLX_AVX512_ATTN void AttendGroup(GroupQuery* g, int count, const T* keys, cons
   // four widen each chunk once in registers: ScoreBlockForQueries).
   const bool widen = std::is_same_v<T, uint16_t> && count > 4 && d <= kMaxWidenedHeadDim;
   alignas(64) float widened[std::is_same_v<T, uint16_t> ? 16 * kMaxWidenedHeadDim : 1];
+  if (far) PrefetchRows(keys, d, 0, std::min(longest, kPrefetchKeys));
   for (int64_t t0 = 0; t0 < longest; t0 += 16) {
-    if (far) PrefetchRows(keys, d, t0 + kPrefetchKeys, std::min(longest, t0 + kPrefetchKeys + 16));
     if constexpr (std::is_same_v<T, uint16_t>) {
       if (widen) {
+        if (far) {
+          PrefetchRows(keys, d, t0 + kPrefetchKeys, std::min(longest, t0 + kPrefetchKeys + 16));
+        }
         WidenBf16(keys + t0 * d, std::min<int64_t>(16, longest - t0) * d, widened);
         ScoreGroupBlock<D>(g, count, static_cast<const float*>(widened), t0, d, t0, scale, scores,
-                           pitch);
+                           pitch, 0);
         continue;
       }
     }
-    ScoreGroupBlock<D>(g, count, keys, 0, d, t0, scale, scores, pitch);
+    ScoreGroupBlock<D>(g, count, keys, 0, d, t0, scale, scores, pitch, far ? longest : 0);
   }
   for (int n = 0; n < count; ++n) {
     g[n].weights = scores + n * pitch;
     g[n].inverse = ExpAndInverseSum(scores + n * pitch, g[n].length);
   }
+  if (far) PrefetchRows(values, d, 0, std::min(longest, kValueTile));
   for (int64_t u0 = 0; u0 < longest; u0 += kValueTile) {
-    if (far) PrefetchRows(values, d, u0 + kValueTile, std::min(longest, u0 + 2 * kValueTile));
     for (int64_t c = 0; c < d; c += 64)
       SumValueTile(g, count, values, d, c, static_cast<int>(std::min<int64_t>(4, (d - c) / 16)), u0,
-                   std::min(longest, u0 + kValueTile));
+                   std::min(longest, u0 + kValueTile), far ? longest : 0);
   }
   for (int n = 0; n < count; ++n) {
     const __m512 inverse = _mm512_set1_ps(g[n].inverse);
