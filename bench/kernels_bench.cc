@@ -110,6 +110,16 @@ BENCHMARK(BM_MatMulInCachePanels)
     ->ArgsProduct({{4, 6, 8}, {1, 2, 3, 4, 5, 6, 8, 16, 64}, {1}})
     ->Unit(benchmark::kMicrosecond);
 
+// The panel kernel's own arithmetic: a 256 x 2048 matrix (512 KB at 8 bits) stays in L2, so
+// neither DRAM nor L3 bandwidth bounds it. Args: bits, M, 1.
+void BM_MatMulInL2Panels(benchmark::State& state) {
+  TimeMatMul(state, 256, nullptr, /*panels=*/true, 2048);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 256 * 2048);
+}
+BENCHMARK(BM_MatMulInL2Panels)
+    ->ArgsProduct({{4, 6, 8}, {1, 2, 3, 4, 8}, {1}})
+    ->Unit(benchmark::kMicrosecond);
+
 // The shapes of a small model's layers (hidden 256, MLP 768: the bundled default), where the
 // whole model sits in cache and the per-call and per-group costs show. Args: bits, M, 1,
 // layer (0 = up projection 768 x 256, 1 = down projection 256 x 768).
