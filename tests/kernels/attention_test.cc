@@ -43,7 +43,7 @@ Bf16Cache ToBf16(const std::vector<float>& values) {
 // reference either way.
 TEST(AttentionTest, FastPathMatchesReference) {
   ThreadPool pool(2);
-  // Head sizes 48 and 80 end in a lone 16 after the fast path's pairs of 16 (split order).
+  // Head sizes 48 and 80 end in a value slice of fewer than four 16-float vectors.
   for (const AttentionDims dims :
        {AttentionDims{4, 2, 64}, AttentionDims{8, 1, 128}, AttentionDims{2, 2, 256},
         AttentionDims{3, 1, 24}, AttentionDims{4, 1, 48}, AttentionDims{8, 2, 80}})
