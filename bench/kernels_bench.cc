@@ -1,6 +1,7 @@
 // Kernel throughput in weight bytes per second. Run: build/bench/kernels_bench
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <vector>
 
 #include "base/float16.h"
@@ -99,6 +100,40 @@ void BM_MatMulPanels(benchmark::State& state) {
 }
 BENCHMARK(BM_MatMulPanels)
     ->ArgsProduct({{4, 6, 8}, {1, 2, 3, 4, 8, 16, 64}, {1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The verify's cost on the weights' stream, free of the host's drifting bandwidth: each
+// iteration times one row and then M rows over the same 65536 x 4096 matrix (134-268 MB, four
+// times and more the L3 cache: 16384 rows at 4 bits still hit L3 often enough to flatter one row)
+// on all threads, so both see the same memory state; counter `v` = time(M rows) / time(1 row),
+// the kernel's share of v(m) (`mtplx bench`). Args: bits, M, 1.
+void BM_MatMulPanelsVerifyRatio(benchmark::State& state) {
+  ThreadPool pool;
+  const int bits = static_cast<int>(state.range(0));
+  const int64_t rows = 65536, cols = 4096, m_rows = state.range(1);
+  BenchMatrix w = Make(rows, cols, bits);
+  RepackToPanels(w.m);
+  w.m.quant.streamed = true;
+  std::vector<float> x(m_rows * cols, 0.5f), y(m_rows * rows);
+  double one = 0, many = 0;
+  using Clock = std::chrono::steady_clock;
+  for (auto _ : state) {
+    const Clock::time_point t0 = Clock::now();
+    MatMul(w.m, x.data(), 1, y.data(), &pool, Activations::kInt8);
+    const Clock::time_point t1 = Clock::now();
+    MatMul(w.m, x.data(), m_rows, y.data(), &pool, Activations::kInt8);
+    const Clock::time_point t2 = Clock::now();
+    benchmark::DoNotOptimize(y.data());
+    one += std::chrono::duration<double>(t1 - t0).count();
+    many += std::chrono::duration<double>(t2 - t1).count();
+  }
+  state.counters["v"] = many / one;
+  state.counters["one_row_GBps"] =
+      static_cast<double>(w.m.StorageBytes()) * static_cast<double>(state.iterations()) / one / 1e9;
+}
+BENCHMARK(BM_MatMulPanelsVerifyRatio)
+    ->ArgsProduct({{4, 6, 8}, {2, 3, 4}, {1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
