@@ -15,12 +15,19 @@ over windows of the training corpus, starting from the pack's own head. Before a
 reports, on held-out code windows, the expected acceptance E[sum min(p, q)] at T 0.6 / top-p 0.95
 / top-k 20 and greedy agreement (argmax q = argmax p): the quantities speculation runs on.
 
+mtplx drafts depth k > 1 from the head's own output: step k reads (its normed output of step
+k-1, the draft token) at position p+k-1 and attends over the history rows and its own earlier
+steps. `--unroll K` trains those chained steps as mtplx runs them (unrolled_logits: the text's
+tokens stand in for the drafts, which equal them while the chain is accepted; gradients flow
+through the chain), step k's KL weighted by step_decay^(k-1), and the report covers steps 1-3.
+
 Writes OUT/hf: a bf16 Hugging Face checkpoint (the pack's trunk, dequantized, and the new MTP
 head) for `mtplx convert`; then only the converted pack's mtp.safetensors replaces the pack's
 (the trunk stays byte for byte). See tools/train/README.md ("Distilling the MTP head").
 
 Usage: distill_mtp.py --pack models/default --tokens data/tokens-pack --out runs/distill
            [--steps 1000] [--lr 1e-3] [--batch 16] [--seq 256] [--threads 2]
+           [--unroll 1] [--step-decay 0.8]
 """
 
 from __future__ import annotations
@@ -171,27 +178,76 @@ def kl_per_position(p_logits, q_logits):
 def pair_logits(model, tokens):
     """Trunk logits p at positions 1..T-1 and MTP logits q at positions 0..T-2 (both predict
     t_{p+2}), for tokens [B, T+1]."""
+    target, drafts = unrolled_logits(model, tokens, 1)
+    return target[0], drafts[0]
+
+
+def draft_mask(steps: int, n: int) -> torch.Tensor:
+    """Which rows a query may attend to when `steps` draft steps of n rows each are laid out one
+    after another ([step 1 rows | step 2 rows | ...]), as mtplx's MTP cache holds them: a step-k
+    row drafting from base position i sees the step-1 (history) rows 0..i and its own chain's
+    rows of steps 2..k at base i (mtplx keeps a cycle's draft rows until its last draft)."""
+    i = torch.arange(n)
+    causal = i.view(-1, 1) >= i.view(1, -1)
+    same = i.view(-1, 1) == i.view(1, -1)
+    blocks = [[causal if b == 0 else (same if b <= a else torch.zeros_like(same))
+               for b in range(steps)] for a in range(steps)]
+    return torch.cat([torch.cat(row, dim=1) for row in blocks], dim=0)
+
+
+def unrolled_logits(model, tokens, steps: int):
+    """Trunk targets and MTP draft logits for `steps` chained draft steps, for tokens [B, T+1]
+    (the trunk reads T of them). Step 1 drafts from (h_i, t_{i+1}) at position i, as the head was
+    trained; step k > 1 from the head's own normed output of step k-1 and t_{i+k} at position
+    i+k-1, as mtplx drafts depth k (the text's tokens stand in for the drafts, which equal them
+    whenever the chain is still accepted). Returns ([p_k], [q_k]), k = 1..steps, each [B, n, V]
+    with n = T - steps, both predicting t_{i+k+1}."""
     inp = tokens[:, :-1]
-    with torch.no_grad():
-        h, pe, embeds = model.trunk(inp)
-        target = model.lm.lm_head(h[:, 1:]).float()
     t = inp.shape[1]
-    cos, sin = pe
-    m = model.mtp(h[:, :-1], embeds[:, 1:], (cos[:, : t - 1], sin[:, : t - 1]))
-    return target, model.lm.lm_head(m).float()
+    n = t - steps
+    with torch.no_grad():
+        h, (cos, sin), embeds = model.trunk(inp)
+        trunk_logits = model.lm.lm_head(h).float()
+    head = model.mtp
+    layer = head.layers[0]
+    rows, cos_rows, sin_rows = [], [], []
+    hidden = h[:, :n]
+    targets, drafts = [], []
+    for k in range(1, steps + 1):
+        u = torch.cat([head.pre_fc_norm_embedding(embeds[:, k: n + k]),
+                       head.pre_fc_norm_hidden(hidden)], dim=-1)
+        rows.append(head.fc(u))
+        cos_rows.append(cos[:, k - 1: n + k - 1])
+        sin_rows.append(sin[:, k - 1: n + k - 1])
+        x = torch.cat(rows, dim=1)
+        pe = (torch.cat(cos_rows, dim=1), torch.cat(sin_rows, dim=1))
+        mask = None if k == 1 else draft_mask(k, n).view(1, 1, k * n, k * n)
+        out = head.norm(layer(x, position_embeddings=pe, attention_mask=mask))[:, (k - 1) * n:]
+        drafts.append(model.lm.lm_head(out).float())
+        targets.append(trunk_logits[:, k: n + k])
+        hidden = out
+    return targets, drafts
 
 
 @torch.no_grad()
-def measure(model, windows, batch=8):
-    """Mean KL, expected T 0.6 acceptance and greedy agreement over held-out windows."""
-    kl = accept = agree = n = 0.0
+def measure(model, windows, steps=1, batch=8):
+    """Mean KL, expected T 0.6 acceptance and greedy agreement over held-out windows, for each
+    chained draft step (keys with a `_k` suffix from step 2 on)."""
+    sums = [[0.0, 0.0, 0.0] for _ in range(steps)]
+    n = 0
     for i in range(0, len(windows), batch):
-        p_logits, q_logits = pair_logits(model, windows[i: i + batch])
-        kl += kl_per_position(p_logits, q_logits).sum().item()
-        accept += torch.minimum(shaped(p_logits), shaped(q_logits)).sum(-1).sum().item()
-        agree += (p_logits.argmax(-1) == q_logits.argmax(-1)).float().sum().item()
-        n += p_logits.shape[0] * p_logits.shape[1]
-    return {"kl": kl / n, "accept_t06": accept / n, "greedy_agree": agree / n}
+        targets, drafts = unrolled_logits(model, windows[i: i + batch], steps)
+        for k, (p_logits, q_logits) in enumerate(zip(targets, drafts)):
+            sums[k][0] += kl_per_position(p_logits, q_logits).sum().item()
+            sums[k][1] += torch.minimum(shaped(p_logits), shaped(q_logits)).sum(-1).sum().item()
+            sums[k][2] += (p_logits.argmax(-1) == q_logits.argmax(-1)).float().sum().item()
+        n += targets[0].shape[0] * targets[0].shape[1]
+    out = {}
+    for k, (kl, accept, agree) in enumerate(sums):
+        suffix = "" if k == 0 else f"_{k + 1}"
+        out.update({"kl" + suffix: kl / n, "accept_t06" + suffix: accept / n,
+                    "greedy_agree" + suffix: agree / n})
+    return out
 
 
 def export(model, pack, out):
@@ -224,6 +280,11 @@ def main():
     ap.add_argument("--mix", default=DEFAULT_MIX)
     ap.add_argument("--eval-windows", type=int, default=32)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--unroll", type=int, default=1,
+                    help="chained draft steps trained at once (mtplx's depth): step k > 1 drafts "
+                         "from the head's own output, as mtplx does at depth k")
+    ap.add_argument("--step-decay", type=float, default=0.8,
+                    help="weight of step k's KL is decay^(k-1)")
     ap.add_argument("--mtplx", default=os.path.join(HERE, "..", "..", "build", "bin", "mtplx"),
                     help="checks the loaded trunk against this binary's greedy decoding")
     args = ap.parse_args()
@@ -252,7 +313,7 @@ def main():
         log.write(line + "\n")
         log.flush()
 
-    before = measure(model, heldout)
+    before = measure(model, heldout, max(args.unroll, 3))
     say(f"before: {before}")
     data = Data(args.tokens, args.mix, args.seq, args.seed)
     opt = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
@@ -262,15 +323,18 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         tokens = data.batch(args.batch)
-        p_logits, q_logits = pair_logits(model, tokens)
-        loss = kl_per_position(p_logits, q_logits).mean()
+        targets, drafts = unrolled_logits(model, tokens, args.unroll)
+        # Later steps weigh less: a step-k draft only counts once the k - 1 before it passed.
+        weights = [args.step_decay ** k for k in range(args.unroll)]
+        loss = sum(w * kl_per_position(p, q).mean()
+                   for w, p, q in zip(weights, targets, drafts)) / sum(weights)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         if step % 20 == 0 or step == args.steps - 1:
             say(f"step {step} kl {loss.item():.4f} lr {lr:.2e} {time.time() - start:.0f}s")
-    after = measure(model, heldout)
+    after = measure(model, heldout, max(args.unroll, 3))
     say(f"after: {after}")
     json.dump({"before": before, "after": after, "args": vars(args)},
               open(os.path.join(args.out, "distill.json"), "w"), indent=2)

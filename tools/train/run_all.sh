@@ -85,6 +85,16 @@ if has distill; then
   "$REPO/build-train/bin/mtplx" convert "$HERE/runs/$RUN/distill/hf" "$HERE/runs/$RUN/distill/pack" \
     --force --bits 8 --group-size 64 --mtp-bits 8 --mtp-depth 1 --sampler 0.6,0.95,20,0.5
   cp "$HERE/runs/$RUN/distill/pack/mtp.safetensors" "$REPO/models/default/mtp.safetensors"
+  # Then the chained draft steps (depth 2 and 3 draft from the head's own output), in two legs.
+  for leg in "distill3:300:5e-4" "distill3b:400:3e-4"; do
+    IFS=: read -r name steps lr <<< "$leg"
+    $N "$PYTHON" "$HERE/distill_mtp.py" --pack "$REPO/models/default" \
+      --tokens "$HERE/data/tokens-pack" --out "$HERE/runs/$RUN/$name" --steps "$steps" --batch 8 \
+      --lr "$lr" --warmup 10 --unroll 3 --threads "$THREADS" --mtplx "$REPO/build-train/bin/mtplx"
+    "$REPO/build-train/bin/mtplx" convert "$HERE/runs/$RUN/$name/hf" "$HERE/runs/$RUN/$name/pack" \
+      --force --bits 8 --group-size 64 --mtp-bits 8 --mtp-depth 1 --sampler 0.6,0.95,20,0.5
+    cp "$HERE/runs/$RUN/$name/pack/mtp.safetensors" "$REPO/models/default/mtp.safetensors"
+  done
 fi
 if has card; then
   # One thread: on this 2-vCPU machine a 2-thread run is fast or 1.5x slower depending on where

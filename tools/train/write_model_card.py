@@ -146,6 +146,37 @@ greedy agreement {b['greedy_agree']:.3f} -> {a['greedy_agree']:.3f}.
 """
 
 
+def chained_section(legs):
+    """The chained-step legs (distill_mtp.py --unroll K), when the run did them."""
+    legs = [leg for leg in legs if leg]
+    if not legs:
+        return ""
+    first, last = legs[0]["before"], legs[-1]["after"]
+    steps = "\nthen ".join(f"{leg['args']['steps']:,} steps at peak learning rate {leg['args']['lr']}"
+                            for leg in legs)
+    args = legs[0]["args"]
+    rows = ["| draft step | expected acceptance T 0.6 before -> after | greedy agreement before -> after |",
+            "| --- | --- | --- |"]
+    for k, suffix in enumerate(("", "_2", "_3")):
+        if "accept_t06" + suffix not in last:
+            break
+        rows.append(f"| {k + 1} | {first['accept_t06' + suffix]:.3f} -> {last['accept_t06' + suffix]:.3f} | "
+                    f"{first['greedy_agree' + suffix]:.3f} -> {last['greedy_agree' + suffix]:.3f} |")
+    table = "\n".join(rows)
+    return f"""
+### Chained draft steps
+
+mtplx drafts depth 2 and 3 from the head's own output (its normed output of the step before and
+the draft token, one position on, attending over the history and the chain's earlier steps),
+which the training above never showed it. The head was then trained on {args['unroll']} chained steps
+as mtplx runs them (`distill_mtp.py --unroll {args['unroll']}`, the text's tokens standing in for the
+drafts; step k's KL weighted {args['step_decay']}^(k-1); batch {args['batch']} x {args['seq']}), {steps}.
+On {args['eval_windows']} held-out code windows (PyTorch, f32, teacher-forced):
+
+{table}
+"""
+
+
 def pack_perplexity_section(report, export):
     """This pack as mtplx runs it, beside the bf16 export with exact activations (same windows)."""
     if not report:
@@ -179,6 +210,8 @@ def main():
     pack_ppl = load(os.path.join(run_dir, "pack_perplexity.json"), required=False)
     export_ppl = load(os.path.join(run_dir, "export_perplexity.json"), required=False)
     distill = load(os.path.join(run_dir, "distill", "distill.json"), required=False)
+    chained = [load(os.path.join(run_dir, leg, "distill.json"), required=False)
+               for leg in ("distill3", "distill3b")]
     manifest = load(args.manifest)
     runtime = load(os.path.join(args.pack, "mtplx_runtime.json"))
     recipe = runtime.get("forge_provenance", {}).get("forge_recipe", {})
@@ -218,7 +251,7 @@ T {runtime.get('sampler', {}).get('temperature')} / top-p {runtime.get('sampler'
 batch {summary['args']['batch']}), {state['train_seconds'] / 3600:.1f} hours of training on 1–2 CPU cores (AMD EPYC
 Zen 4) with PyTorch; AdamW, peak learning rate {summary['args']['lr']}, cosine schedule. Reproduce
 with `tools/train/run_all.sh` (see `tools/train/README.md`).
-{distill_section(distill)}
+{distill_section(distill)}{chained_section(chained)}
 ## Data
 
 Debian packages (`tools/train/prepare_corpus.py` says how each is extracted); held-out splits
