@@ -20,6 +20,7 @@ k-1, the draft token) at position p+k-1 and attends over the history rows and it
 steps. `--unroll K` trains those chained steps as mtplx runs them (unrolled_logits: the text's
 tokens stand in for the drafts, which equal them while the chain is accepted; gradients flow
 through the chain), step k's KL weighted by step_decay^(k-1), and the report covers steps 1-3.
+Before training, check_unroll compares the unrolled logits with the chain built row by row.
 
 Writes OUT/hf: a bf16 Hugging Face checkpoint (the pack's trunk, dequantized, and the new MTP
 head) for `mtplx convert`; then only the converted pack's mtp.safetensors replaces the pack's
@@ -175,11 +176,10 @@ def kl_per_position(p_logits, q_logits):
     return (logp.exp() * (logp - F.log_softmax(q_logits, -1))).sum(-1)
 
 
-def pair_logits(model, tokens):
-    """Trunk logits p at positions 1..T-1 and MTP logits q at positions 0..T-2 (both predict
-    t_{p+2}), for tokens [B, T+1]."""
-    target, drafts = unrolled_logits(model, tokens, 1)
-    return target[0], drafts[0]
+def fc_rows(head, embedding, hidden):
+    """The MTP layer's input rows: fc over [norm(embedding of the token) | norm(hidden)]."""
+    return head.fc(torch.cat([head.pre_fc_norm_embedding(embedding),
+                              head.pre_fc_norm_hidden(hidden)], dim=-1))
 
 
 def draft_mask(steps: int, n: int) -> torch.Tensor:
@@ -214,9 +214,7 @@ def unrolled_logits(model, tokens, steps: int):
     hidden = h[:, :n]
     targets, drafts = [], []
     for k in range(1, steps + 1):
-        u = torch.cat([head.pre_fc_norm_embedding(embeds[:, k: n + k]),
-                       head.pre_fc_norm_hidden(hidden)], dim=-1)
-        rows.append(head.fc(u))
+        rows.append(fc_rows(head, embeds[:, k: n + k], hidden))
         cos_rows.append(cos[:, k - 1: n + k - 1])
         sin_rows.append(sin[:, k - 1: n + k - 1])
         x = torch.cat(rows, dim=1)
@@ -227,6 +225,34 @@ def unrolled_logits(model, tokens, steps: int):
         targets.append(trunk_logits[:, k: n + k])
         hidden = out
     return targets, drafts
+
+
+@torch.no_grad()
+def check_unroll(model, window, steps, tolerance=1e-3):
+    """unrolled_logits against the chain built one base position at a time, as mtplx's cache
+    holds it: the history rows 0..i run causally, then each draft row is appended at position
+    i + k - 1 and the layer runs causally over all of them. A wrong mask or RoPE offset shows at
+    once. Returns the largest absolute logit difference."""
+    _, drafts = unrolled_logits(model, window, steps)
+    inp = window[:, :-1]
+    n = inp.shape[1] - steps
+    h, (cos, sin), e = model.trunk(inp)
+    head, worst = model.mtp, 0.0
+    for i in sorted({0, n // 2, n - 1}):
+        xs, pos = [fc_rows(head, e[:, 1: i + 2], h[:, : i + 1])], list(range(i + 1))
+        for k in range(1, steps + 1):
+            if k > 1:
+                xs.append(fc_rows(head, e[:, i + k: i + k + 1], out))
+                pos.append(i + k - 1)
+            p = torch.tensor(pos)
+            layer_out = head.layers[0](torch.cat(xs, 1), position_embeddings=(cos[:, p], sin[:, p]),
+                                       attention_mask=None)
+            out = head.norm(layer_out)[:, -1:]
+            q = model.lm.lm_head(out).float()[:, 0]
+            worst = max(worst, (q - drafts[k - 1][:, i]).abs().max().item())
+    if worst > tolerance:
+        sys.exit(f"unrolled draft steps disagree with the row-by-row chain by {worst:.2e}")
+    return worst
 
 
 @torch.no_grad()
@@ -304,6 +330,10 @@ def main():
     else:
         print(f"load check skipped: no mtplx binary at {args.mtplx} (--mtplx)", flush=True)
     heldout = heldout_windows(args.tokens, "code", args.seq, args.eval_windows)
+    check_steps = max(args.unroll, 3)
+    print(f"unroll check: {check_steps} chained steps within "
+          f"{check_unroll(model, heldout[:2, :65], check_steps):.1e} of the row-by-row chain",
+          flush=True)
     os.makedirs(args.out, exist_ok=True)
     log = open(os.path.join(args.out, "distill_log.txt"), "a")
 
