@@ -133,7 +133,7 @@ void BM_MatMulPanelsVerifyRatio(benchmark::State& state) {
       static_cast<double>(w.m.StorageBytes()) * static_cast<double>(state.iterations()) / one / 1e9;
 }
 BENCHMARK(BM_MatMulPanelsVerifyRatio)
-    ->ArgsProduct({{4, 6, 8}, {2, 3, 4}, {1}})
+    ->ArgsProduct({{4, 6, 8}, {2, 3, 4, 5}, {1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -152,7 +152,7 @@ void BM_MatMulInL2Panels(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 256 * 2048);
 }
 BENCHMARK(BM_MatMulInL2Panels)
-    ->ArgsProduct({{4, 6, 8}, {1, 2, 3, 4, 8}, {1}})
+    ->ArgsProduct({{4, 6, 8}, {1, 2, 3, 4, 5, 8}, {1}})
     ->Unit(benchmark::kMicrosecond);
 
 // The shapes of a small model's layers (hidden 256, MLP 768: the bundled default), where the
