@@ -80,6 +80,10 @@ void DepthController::Observe(int depth, int accepted) {
   }
 }
 
+int PriorBestDepth(int max_depth, const std::vector<double>& cycle_costs) {
+  return std::max(1, DepthController(max_depth, 1, cycle_costs).Best());
+}
+
 std::vector<double> EstimateCycleCosts(double draft_bytes_ratio, bool weights_stream,
                                        int max_depth) {
   // Streamed weights: a verify of several rows costs a fixed part over a plain step (the second

@@ -37,10 +37,10 @@ class DepthController {
   double odds(int depth) const;             // a1 ... ad: draft d accepted with all before it
   double cycle_cost(int depth) const { return costs_[depth]; }
   int max_depth() const { return max_depth_; }
-
- private:
+  // The depth with the most expected tokens per unit of cost under what is known now.
   int Best() const;
 
+ private:
   int max_depth_;
   int current_;
   int64_t cycles_ = 0;
@@ -49,6 +49,11 @@ class DepthController {
   std::array<double, kMaxDepth> proposed_{}, accepted_{};
   std::array<double, kMaxDepth + 1> costs_{};
 };
+
+// The depth to start adapting from when neither `--depth` nor `mtplx tune` names one: the best
+// under the prior acceptance and these costs, at least 1 so that the first cycles learn what the
+// drafts are worth.
+int PriorBestDepth(int max_depth, const std::vector<double>& cycle_costs);
 
 // T(d) for d = 0..max_depth from a model's shape: a verify row beyond the first costs a little
 // of a step when the weights stream from memory (they are read once for all rows) and about a

@@ -25,7 +25,7 @@ namespace {
 constexpr int64_t kCheckpointGrid = 4 * kPrefillChunk;
 constexpr size_t kTurnCheckpoints = 3;
 // The deepest draft adaptive depth tries unless the pack or tune asks for more.
-constexpr int kAdaptiveMaxDepth = 3;
+constexpr int kAdaptiveMaxDepth = 4;
 
 struct PromptInfo {
   std::vector<int32_t> tokens;
@@ -544,10 +544,12 @@ Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
   };
   if (speculate) {
     SpeculativeOptions spec;
-    // Adapting, the depth may go past the pack's (or tune's) default, which it starts from.
+    // Adapting, the depth may go past the pack's (or tune's) default. It starts from tune's (or
+    // the caller's), else from the best under the prior: a pack's default depth predates this
+    // machine's costs, and warm-up cycles at too shallow a depth cost a few per cent of a reply.
     spec.depth = options_.adaptive_depth ? std::max(depth_, kAdaptiveMaxDepth) : depth_;
     spec.adaptive = options_.adaptive_depth;
-    spec.adaptive_start = depth_;
+    spec.adaptive_start = options_.depth > 0 ? depth_ : PriorBestDepth(spec.depth, cycle_costs_);
     spec.cycle_costs = cycle_costs_;
     spec.pre_norm_hidden = options_.pre_norm_hidden;
     if (std::optional<sample::SamplingParams> draft = DraftSampling(g.sampling)) {

@@ -104,5 +104,15 @@ TEST(DepthControllerTest, CostEstimatesFollowTheMemoryRegime) {
   EXPECT_LT(streamed[1], 1.25);
 }
 
+// Without a tuned depth, adapting starts where the prior says drafts pay most: deep when the
+// weights stream (a verify row is nearly free), shallow when the model sits in cache, and never
+// at plain decoding, whose cycles would teach the controller nothing about the drafts.
+TEST(DepthControllerTest, StartsAtThePriorsBestDepth) {
+  EXPECT_EQ(PriorBestDepth(4, EstimateCycleCosts(0.1, true, 4)), 4);
+  EXPECT_EQ(PriorBestDepth(2, EstimateCycleCosts(0.1, true, 2)), 2);
+  EXPECT_EQ(PriorBestDepth(4, EstimateCycleCosts(0.3, false, 4)), 1);
+  EXPECT_EQ(PriorBestDepth(4, {1.0, 3.0, 5.0, 7.0, 9.0}), 1);  // drafts never pay
+}
+
 }  // namespace
 }  // namespace mtplx::engine
