@@ -374,13 +374,22 @@ template <int Bits, int Panels>
 void PanelGroupRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                     int64_t y_stride) {
   PanelSpan spans[Panels];
+  // A block of 5 rows keeps 10 int32 chains and 10 float sums a panel in registers; a pair of
+  // panels (prefill, 16 rows and more) would spill them, so pairs keep blocks of at most 4.
+  const auto for_row_blocks = [&](auto&& fn) {
+    if constexpr (Panels == 1) {
+      ForRowBlocksUpTo5(act.rows, fn);
+    } else {
+      ForRowBlocks(act.rows, fn);
+    }
+  };
   if constexpr (Bits != 4 && Bits != 8) {
     if (act.rows >= kUnpackOnceRows) {
       // Spread to bytes once (PanelBytesBuffer holds both panels of a pair), then 8-bit steps.
       uint8_t* bytes = PanelBytesBuffer(Panels * w.cols);
       for (int j = 0; j < Panels; ++j)
         spans[j] = UnpackPanelAvx512<Bits>(w, panel + j, bytes + j * kPanelRows * w.cols);
-      ForRowBlocksUpTo5(act.rows, [&](auto block, int64_t m) {
+      for_row_blocks([&](auto block, int64_t m) {
         constexpr int kRows = decltype(block)::value;
         PanelRows<8, kRows, Panels, false>(w, spans, act, m, y + m * y_stride, y_stride);
       });
@@ -388,7 +397,7 @@ void PanelGroupRows(const Matrix& w, int64_t panel, const PreparedActivations& a
     }
   }
   for (int j = 0; j < Panels; ++j) spans[j] = PanelAt(w, panel + j, Bits);
-  ForRowBlocksUpTo5(act.rows, [&](auto block, int64_t m) {
+  for_row_blocks([&](auto block, int64_t m) {
     constexpr int kRows = decltype(block)::value;
     if (w.quant.streamed) {
       PanelRows<Bits, kRows, Panels, true>(w, spans, act, m, y + m * y_stride, y_stride);
