@@ -32,21 +32,33 @@ double Median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-// Mean seconds per call of `call(i)`, calling it until `min_seconds` of calls were timed (at least
+// Seconds of each call of `call(i)`, calling it until `min_seconds` of calls were timed (at least
 // once, at most max_calls times); `reset(i)` runs untimed before each call.
+template <typename Reset, typename Call>
+Result<std::vector<double>> SecondsOfCalls(double min_seconds, int64_t max_calls,
+                                           const Reset& reset, const Call& call) {
+  std::vector<double> seconds;
+  double total = 0.0;
+  do {
+    const auto i = static_cast<int64_t>(seconds.size());
+    reset(i);
+    Timer timer;
+    MTPLX_RETURN_IF_ERROR(call(i));
+    seconds.push_back(timer.Seconds());
+    total += seconds.back();
+  } while (total < min_seconds && static_cast<int64_t>(seconds.size()) < max_calls);
+  return seconds;
+}
+
+// Mean seconds per call of SecondsOfCalls.
 template <typename Reset, typename Call>
 Result<double> SecondsPerCall(double min_seconds, int64_t max_calls, const Reset& reset,
                               const Call& call) {
+  MTPLX_ASSIGN_OR_RETURN(const std::vector<double> seconds,
+                         SecondsOfCalls(min_seconds, max_calls, reset, call));
   double total = 0.0;
-  int64_t calls = 0;
-  do {
-    reset(calls);
-    Timer timer;
-    MTPLX_RETURN_IF_ERROR(call(calls));
-    total += timer.Seconds();
-    ++calls;
-  } while (total < min_seconds && calls < max_calls);
-  return total / static_cast<double>(calls);
+  for (double s : seconds) total += s;
+  return total / static_cast<double>(seconds.size());
 }
 
 // Bytes of sequence state one step reads: every cached K and V row of each attention layer, and
@@ -84,7 +96,7 @@ class BenchRun {
                       std::vector<std::vector<double>>& verify);
   Status MeasureSteps(BenchReport& report);
   Status MeasurePrefill(BenchReport& report);
-  Result<double> DecodeSeconds();
+  Result<std::vector<double>> DecodeSeconds();
   Result<double> DraftSeconds();
   Result<double> VerifySeconds(int rows);
   Result<double> PrefillSeconds(int64_t tokens);
@@ -142,42 +154,46 @@ Status BenchRun::PrepareContext() {
   return Status::Ok();
 }
 
-// Plain decoding: one row with its logits, the state growing step by step from `context`.
-Result<double> BenchRun::DecodeSeconds() {
+// Plain decoding: one row with its logits, the state growing step by step from `context` and
+// rewound to it every `run` steps, until the sample has lasted decode_sample_seconds. The seconds
+// of each step.
+Result<std::vector<double>> BenchRun::DecodeSeconds() {
   const int64_t room = window_ - context_;
-  const int64_t max_steps = std::clamp<int64_t>(room, 1, 256);
-  const std::vector<int32_t> tokens = BenchTokens(context_, max_steps, vocab_);
+  const int64_t run = std::clamp<int64_t>(room, 1, 256);
+  const std::vector<int32_t> tokens = BenchTokens(context_, run, vocab_);
   model::ForwardOptions step;
   model::ForwardOutput out;
   // The KV caches are grown for every step first (untimed): growth re-lays a long context's
   // cache out once per 1.5x of positions, a cost a decode step at that context rarely pays, and
   // timing it would make a long context look orders of magnitude slower than it decodes.
-  return SecondsPerCall(
-      options_.min_sample_seconds, max_steps,
+  return SecondsOfCalls(
+      std::max(options_.min_sample_seconds, options_.decode_sample_seconds), INT64_MAX,
       [&](int64_t i) {
-        if (i > 0) return;
+        if (i % run > 0) return;
         trunk_->Restore(trunk_at_context_);
-        trunk_->ReserveKv(context_ + max_steps);
+        trunk_->ReserveKv(context_ + run);
       },
       [&](int64_t i) {
-        return model_.Forward(*trunk_, std::span<const int32_t>(&tokens[i], 1), step, &out);
+        return model_.Forward(*trunk_, std::span<const int32_t>(&tokens[i % run], 1), step, &out);
       });
 }
 
 // A draft step past the first: one row of the MTP head with its logits, from the drafter's head
-// as speculative decoding uses it.
+// as speculative decoding uses it. The median seconds of a call.
 Result<double> BenchRun::DraftSeconds() {
   const int32_t token = BenchTokens(context_, 1, vocab_)[0];
   model::ForwardOptions last_row;
   last_row.all_logits = false;
   last_row.draft_head = true;
   model::ForwardOutput out;
-  return SecondsPerCall(
-      options_.min_sample_seconds, INT64_MAX, [&](int64_t) { mtp_->Restore(mtp_at_context_); },
-      [&](int64_t) {
-        return model_.ForwardMtp(*mtp_, std::span<const int32_t>(&token, 1), last_hidden_.data(),
-                                 last_row, &out);
-      });
+  const auto restore = [&](int64_t) { mtp_->Restore(mtp_at_context_); };
+  const auto draft = [&](int64_t) {
+    return model_.ForwardMtp(*mtp_, std::span<const int32_t>(&token, 1), last_hidden_.data(),
+                             last_row, &out);
+  };
+  MTPLX_ASSIGN_OR_RETURN(const std::vector<double> seconds,
+                         SecondsOfCalls(options_.min_sample_seconds, INT64_MAX, restore, draft));
+  return Median(seconds);  // as the decode step it is compared with
 }
 
 // The verify pass of speculative decoding: `rows` rows, logits for all, per-row capture. Passes
@@ -227,8 +243,9 @@ Result<double> BenchRun::PrefillSeconds(int64_t tokens) {
 // One sample of everything the ratios need, each ratio's two sides measured back to back.
 Status BenchRun::MeasureRound(std::vector<double>& decode, std::vector<double>& draft,
                               std::vector<std::vector<double>>& verify) {
-  MTPLX_ASSIGN_OR_RETURN(const double ar, DecodeSeconds());
-  decode.push_back(ar);
+  MTPLX_ASSIGN_OR_RETURN(const std::vector<double> steps, DecodeSeconds());
+  decode.insert(decode.end(), steps.begin(), steps.end());
+  const double ar = Median(steps);
   Tick();
   if (model_.has_mtp()) {
     MTPLX_ASSIGN_OR_RETURN(const double d, DraftSeconds());
@@ -255,6 +272,8 @@ Status BenchRun::MeasureSteps(BenchReport& report) {
   std::vector<std::vector<double>> verify(options_.max_verify_rows);
   for (int r = 0; r < options_.rounds; ++r)
     MTPLX_RETURN_IF_ERROR(MeasureRound(decode, draft, verify));
+  // The median step of all rounds: a bus shared with other tenants slows some steps by half, and
+  // a mean would follow how many of those a run happened to meet.
   report.decode_tok_s = 1.0 / Median(decode);
   for (const auto& samples : verify) report.verify_cost.push_back(Median(samples));
   if (model_.has_mtp())

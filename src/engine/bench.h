@@ -28,6 +28,10 @@ struct BenchOptions {
   int max_verify_rows = 8;           // v(m) for m = 1 .. max_verify_rows
   int rounds = 5;                    // interleaved samples per quantity; the median is reported
   double min_sample_seconds = 0.05;  // a sample repeats its call until this much time passed
+  // A decode sample runs steps for at least this long (the state rewinds to `context` every 256
+  // steps). A memory bus shared with other tenants swings from second to second; a sample of a
+  // few steps catches one swing, a second's worth averages them.
+  double decode_sample_seconds = 1.0;
   std::vector<int64_t> prefill_sizes = {512, 2048};
   uint64_t bandwidth_bytes = uint64_t{512} << 20;
   bool show_progress = false;  // a progress bar on stderr

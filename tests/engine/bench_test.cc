@@ -31,6 +31,7 @@ BenchOptions TinyOptions() {
   o.context = 16;
   o.rounds = 2;
   o.min_sample_seconds = 0.0;
+  o.decode_sample_seconds = 0.0;
   o.prefill_sizes = {8, 40};
   o.bandwidth_bytes = uint64_t{2} << 20;
   return o;
