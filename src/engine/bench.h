@@ -29,8 +29,8 @@ struct BenchOptions {
   int rounds = 5;                    // interleaved samples per quantity; the median is reported
   double min_sample_seconds = 0.05;  // a sample repeats its call until this much time passed
   // A decode sample runs steps for at least this long (the state rewinds to `context` every 256
-  // steps). A memory bus shared with other tenants swings from second to second; a sample of a
-  // few steps catches one swing, a second's worth averages them.
+  // steps). A memory bus shared with other tenants swings within a second; a sample of a few
+  // steps catches one swing, the median step of a second's worth does not follow it.
   double decode_sample_seconds = 1.0;
   std::vector<int64_t> prefill_sizes = {512, 2048};
   uint64_t bandwidth_bytes = uint64_t{512} << 20;

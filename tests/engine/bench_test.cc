@@ -170,6 +170,22 @@ TEST(BenchTest, SyntheticContextsAndBf16CachesCountTheirStateBytes) {
   EXPECT_EQ(prefilled->state_bytes_per_token - r->state_bytes_per_token, f32_kv / 2);
 }
 
+// A decode sample runs for decode_sample_seconds even where fewer steps fit before the context
+// window: the state rewinds to `context` instead of stepping past the window.
+TEST(BenchTest, ADecodeSampleLongerThanTheRoomLeftRewinds) {
+  auto m = Load(testing::SyntheticModel("dense-tiny"));
+  ASSERT_TRUE(m);
+  BenchOptions o = TinyOptions();
+  o.context = m->config().max_position_embeddings - 3;
+  o.synthetic_context = true;
+  o.max_verify_rows = 2;
+  o.prefill_sizes.clear();
+  o.decode_sample_seconds = 0.02;  // hundreds of this model's steps
+  auto r = RunBench(*m, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(FinitePositive(r->decode_tok_s));
+}
+
 TEST(BenchTest, InvalidOptionsAreRefused) {
   auto m = Load(testing::SyntheticModel("dense-tiny"));
   ASSERT_TRUE(m);
