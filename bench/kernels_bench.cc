@@ -133,7 +133,7 @@ void BM_MatMulPanelsVerifyRatio(benchmark::State& state) {
       static_cast<double>(w.m.StorageBytes()) * static_cast<double>(state.iterations()) / one / 1e9;
 }
 BENCHMARK(BM_MatMulPanelsVerifyRatio)
-    ->ArgsProduct({{4, 6, 8}, {2, 3, 4, 5}, {1}})
+    ->ArgsProduct({{4, 6, 8}, {2, 3, 4, 5, 6}, {1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -13,6 +13,7 @@
 #include "cli/interrupt.h"
 #include "cli/session.h"
 #include "cli/tuning.h"
+#include "io/runtime_contract.h"
 #include "pack/runtime_manifest.h"
 #include "server/server.h"
 
@@ -220,8 +221,8 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--context-window", f->context_window,
                   "Longest prompt + reply served (default: the model's)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 24));
-  auto* depth = cmd->add_option("--depth", f->depth, "MTP draft depth (1-4; default: the pack's)")
-                    ->check(CLI::Range(1, 4));
+  auto* depth = cmd->add_option("--depth", f->depth, "MTP draft depth (1-5; default: the pack's)")
+                    ->check(CLI::Range(1, io::kMaxMtpDepth));
   cmd->add_flag("--no-mtp", f->no_mtp, "Plain decoding")->excludes(depth);
   cmd->add_option("--default-temperature", f->temperature,
                   "Temperature when a request sets none (default: the pack's)")

@@ -14,6 +14,7 @@
 #include "engine/sequence.h"
 #include "engine/text_stream.h"
 #include "io/checkpoint.h"
+#include "io/runtime_contract.h"
 #include "io/tuning_store.h"
 #include "kernels/panels.h"
 
@@ -25,7 +26,7 @@ namespace {
 constexpr int64_t kCheckpointGrid = 4 * kPrefillChunk;
 constexpr size_t kTurnCheckpoints = 3;
 // The deepest draft adaptive depth tries unless the pack or tune asks for more.
-constexpr int kAdaptiveMaxDepth = 4;
+constexpr int kAdaptiveMaxDepth = io::kMaxMtpDepth;
 
 struct PromptInfo {
   std::vector<int32_t> tokens;

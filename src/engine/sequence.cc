@@ -5,6 +5,7 @@
 #include "base/process_stats.h"
 #include "base/strings.h"
 #include "base/timer.h"
+#include "io/runtime_contract.h"
 #include "sample/speculative_accept.h"
 
 namespace mtplx::engine {
@@ -34,8 +35,9 @@ Result<std::unique_ptr<Sequence>> Sequence::Speculative(const model::Model& mode
                                                         TokenCallback on_token) {
   if (!model.has_mtp())
     return FailedPrecondition(StrCat(model.dir(), ": the checkpoint has no MTP head"));
-  if (options.depth < 1 || options.depth > 4)
-    return InvalidArgument(StrCat("MTP depth ", options.depth, " is outside 1..4"));
+  if (options.depth < 1 || options.depth > io::kMaxMtpDepth)
+    return InvalidArgument(
+        StrCat("MTP depth ", options.depth, " is outside 1..", io::kMaxMtpDepth));
   std::unique_ptr<Sequence> s(new Sequence(model, std::move(request), std::move(on_token)));
   MTPLX_RETURN_IF_ERROR(s->Start(&options));
   return s;

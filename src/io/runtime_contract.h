@@ -15,6 +15,10 @@
 
 namespace mtplx::io {
 
+// The deepest MTP draft the engine runs (a cycle verifies depth + 1 rows); a pack's mtp_depth_max
+// never exceeds it.
+inline constexpr int kMaxMtpDepth = 5;
+
 struct RuntimeContract {
   std::string path;  // the file, for messages
   std::string mtplx_version, arch_id, recommended_profile;

@@ -54,14 +54,19 @@ void ForRowBlocks(int64_t rows, Fn&& fn) {
   }
 }
 
-// ForRowBlocks, except that a last block of 5 rows (a depth-4 verify) runs as one block instead of
-// 4 + 1: for kernels with the registers for 5 rows, whose second pass over the same weights for
-// one row would cost most of a 1-row call's arithmetic.
+// ForRowBlocks, except that a last block of 5 or 6 rows (a depth-4 or depth-5 verify) runs as one
+// block instead of 4 + 1 or 4 + 2: for kernels with the registers for 6 rows, whose second pass
+// over the same weights for one or two rows would cost most of a 1- or 2-row call's arithmetic.
 template <typename Fn>
-void ForRowBlocksUpTo5(int64_t rows, Fn&& fn) {
+void ForRowBlocksUpTo6(int64_t rows, Fn&& fn) {
   if (rows % 4 == 1 && rows >= 5) {
     ForRowBlocks(rows - 5, fn);
     fn(std::integral_constant<int, 5>{}, rows - 5);
+    return;
+  }
+  if (rows % 4 == 2 && rows >= 6) {
+    ForRowBlocks(rows - 6, fn);
+    fn(std::integral_constant<int, 6>{}, rows - 6);
     return;
   }
   ForRowBlocks(rows, fn);

@@ -8,13 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "io/runtime_contract.h"
+
 namespace mtplx::pack {
 
 // The project version (CMake's PROJECT_VERSION), written into packs.
 const char* MtplxVersion();
 
-// The deepest MTP draft the engine runs; a pack's mtp_depth_max never exceeds it.
-inline constexpr int kMaxMtpDepth = 4;
+// The deepest MTP draft the engine runs, written as a new pack's mtp_depth_max.
+inline constexpr int kMaxMtpDepth = io::kMaxMtpDepth;
 
 struct SamplerDefaults {
   double temperature = 0.6;

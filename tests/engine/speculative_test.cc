@@ -13,6 +13,7 @@
 
 #include "base/rng.h"
 #include "engine/generator.h"
+#include "io/runtime_contract.h"
 #include "support/synthetic_model.h"
 #include "support/test_support.h"
 
@@ -110,7 +111,7 @@ void ExpectGreedyEquality(const std::string& preset, int prompts, bool oracle,
     auto plain = GeneratePlain(*m, request, nullptr);
     ASSERT_TRUE(plain.ok()) << plain.status().ToString();
     const std::vector<int32_t>& want = plain->tokens;
-    for (int depth = 1; depth <= 4; ++depth) {
+    for (int depth = 1; depth <= io::kMaxMtpDepth; ++depth) {
       SpeculativeOptions options;
       options.depth = depth;
       options.adaptive = adaptive;
@@ -226,7 +227,7 @@ TEST(SpeculativeTest, RejectsBadDepthAndEmptyPrompt) {
   ASSERT_TRUE(m);
   GenerateRequest request = GreedyRequest(1, 4);
   SpeculativeOptions options;
-  options.depth = 5;
+  options.depth = io::kMaxMtpDepth + 1;
   EXPECT_FALSE(GenerateSpeculative(*m, request, options, nullptr).ok());
   options.depth = 2;
   request.prompt.clear();

@@ -29,7 +29,7 @@ TEST(RuntimeContractTest, ReadsTheBundledPack) {
   auto c = Parse(Bundled());
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->arch_id, "qwen3_5-mtp");
-  EXPECT_EQ(c->mtp_depth_max, 4);
+  EXPECT_EQ(c->mtp_depth_max, 5);
   EXPECT_EQ(c->mtp_depth_default, 1);
   EXPECT_EQ(c->mtp_quant_bits, 8);
   EXPECT_EQ(c->mtp_tensor_count, 31);
@@ -51,7 +51,7 @@ TEST(RuntimeContractTest, RefusesNamingTheKey) {
       {[](Json& j) { j["arch_id"] = 5; }, "'arch_id' must be a non-empty string"},
       {[](Json& j) { j["mtp_depth_max"] = 0; }, "'mtp_depth_max' must be an integer from 1"},
       {[](Json& j) { j["mtp_depth_default"] = 9; },
-       "'mtp_depth_default' must be an integer from 1 to 4"},
+       "'mtp_depth_default' must be an integer from 1 to 5"},
       {[](Json& j) { j["sampler"]["top_p"] = 1.5; }, "'sampler.top_p' must be a number"},
       {[](Json& j) { j["sampler"]["temperature"] = -1; }, "'sampler.temperature'"},
       {[](Json& j) {

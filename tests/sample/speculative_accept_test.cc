@@ -351,7 +351,7 @@ TEST_P(SpeculativeAcceptBattery, EmittedTokensFollowTheTarget) {
 
 std::vector<Config> AllConfigs() {
   std::vector<Config> configs;
-  for (int depth = 1; depth <= 4; ++depth)
+  for (int depth = 1; depth <= 5; ++depth)
     for (DraftKind kind : {DraftKind::kSampled, DraftKind::kEqual, DraftKind::kGreedy,
                            DraftKind::kOutside, DraftKind::kMixed})
       configs.push_back({depth, kind});
