@@ -15,8 +15,8 @@
 
 namespace mtplx::io {
 
-// The deepest MTP draft the engine runs (a cycle verifies depth + 1 rows); a pack's mtp_depth_max
-// never exceeds it.
+// The deepest MTP draft the engine runs (a cycle verifies depth + 1 rows), and the mtp_depth_max
+// that new packs are written with. A pack's mtp_depth_max is read (1..16) but does not cap a run.
 inline constexpr int kMaxMtpDepth = 5;
 
 struct RuntimeContract {
