@@ -158,7 +158,8 @@ Runner AddConvertCommand(CLI::App& app) {
   f->mtp_group_size = cmd->add_option("--mtp-group-size", o.mtp_group_size,
                                       "Group size for the MTP head (default: --group-size)")
                           ->check(CLI::IsMember({32, 64, 128}));
-  f->mtp_depth = cmd->add_option("--mtp-depth", o.mtp_depth, "Default MTP draft depth (1-5)")
+  f->mtp_depth = cmd->add_option("--mtp-depth", o.mtp_depth,
+                                 StrCat("Default MTP draft depth (1-", pack::kMaxMtpDepth, ")"))
                      ->check(CLI::Range(1, pack::kMaxMtpDepth));
   f->sampler_flag = cmd->add_option(
       "--sampler", f->sampler,

@@ -93,7 +93,8 @@ void PrintBanner(const engine::Engine& engine, const server::ServerOptions& o, i
           : "do not all fit: longer requests get HTTP 507",
       HumanBytes(plan.cache_budget_bytes).c_str(), static_cast<long long>(plan.context_window));
   if (engine.depth() > 0)
-    std::printf("  MTP: on, depth %d\n", engine.depth());
+    std::printf("  MTP: on, depth %d%s\n", engine.depth(),
+                engine.notice().empty() ? "" : (" (" + engine.notice() + ")").c_str());
   else
     std::printf("  MTP: off%s%s\n", engine.notice().empty() ? "" : " (",
                 engine.notice().empty() ? "" : (engine.notice() + ")").c_str());
@@ -221,8 +222,11 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--context-window", f->context_window,
                   "Longest prompt + reply served (default: the model's)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 24));
-  auto* depth = cmd->add_option("--depth", f->depth, "MTP draft depth (1-5; default: the pack's)")
-                    ->check(CLI::Range(1, io::kMaxMtpDepth));
+  auto* depth =
+      cmd->add_option("--depth", f->depth,
+                      StrCat("MTP draft depth (1-", io::kMaxMtpDepth,
+                             ", capped at the pack's mtp_depth_max; default: the pack's)"))
+          ->check(CLI::Range(1, io::kMaxMtpDepth));
   cmd->add_flag("--no-mtp", f->no_mtp, "Plain decoding")->excludes(depth);
   cmd->add_option("--default-temperature", f->temperature,
                   "Temperature when a request sets none (default: the pack's)")

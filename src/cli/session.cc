@@ -40,7 +40,9 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
       ->check(CLI::Range(-2.0, 2.0));
   cmd->add_option("--seed", f.seed, "Sampling seed");
   cmd->add_option("--threads", f.threads, "Worker threads (0 = all cores)");
-  cmd->add_option("--depth", f.depth, "MTP draft depth (1-5; default: the pack's)")
+  cmd->add_option("--depth", f.depth,
+                  StrCat("MTP draft depth (1-", io::kMaxMtpDepth,
+                         ", capped at the pack's mtp_depth_max; default: the pack's)"))
       ->check(CLI::Range(1, io::kMaxMtpDepth));
   cmd->add_flag("--no-mtp", f.no_mtp, "Plain decoding on the same loaded model");
   cmd->add_flag("--skip-mtp-check", f.skip_mtp_check,

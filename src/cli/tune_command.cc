@@ -14,6 +14,7 @@
 #include "cli/tuning.h"
 #include "engine/bench.h"
 #include "engine/tune.h"
+#include "io/generation_config.h"
 #include "pack/runtime_manifest.h"
 
 namespace mtplx::cli {
@@ -23,7 +24,8 @@ using Json = nlohmann::json;
 
 struct TuneFlags {
   std::string model_dir;
-  std::string depths = "1,2,3";
+  std::string depths;         // --depths as given
+  bool depths_given = false;  // else 1,2,3 up to the pack's mtp_depth_max
   int max_tokens = 512;
   int threads = 0;
   bool retune = false;
@@ -123,12 +125,29 @@ void PrintTable(const engine::TuneReport& report) {
   }
 }
 
+// The depths to measure: --depths, else 1, 2, 3; none past the pack's mtp_depth_max.
+Result<std::vector<int>> DepthsToMeasure(const TuneFlags& f) {
+  MTPLX_ASSIGN_OR_RETURN(io::GenerationDefaults pack, io::LoadGenerationDefaults(f.model_dir));
+  if (!f.depths_given) {
+    std::vector<int> depths;
+    for (int d = 1; d <= std::min(3, pack.mtp_depth_max); ++d) depths.push_back(d);
+    return depths;
+  }
+  MTPLX_ASSIGN_OR_RETURN(std::vector<int> depths, ParseDepths(f.depths));
+  for (int d : depths)
+    if (d > pack.mtp_depth_max)
+      return InvalidArgument(StrCat("--depths: ", d, " is above this pack's mtp_depth_max (",
+                                    pack.mtp_depth_max, ", mtplx_runtime.json)"));
+  return depths;
+}
+
 int RunTune(TuneFlags f) {
-  auto depths = ParseDepths(f.depths);
-  if (!depths.ok()) return ReportError(depths.status().message());
   auto model = ResolveModelDir(f.model_dir);
   if (!model.ok()) return ReportError(model.status().message());
   f.model_dir = *model;
+  auto depths = DepthsToMeasure(f);
+  if (!depths.ok()) return ReportError(depths.status().message());
+  f.depths = JoinInts(*depths);
   auto key = TuningKeyFor(f.model_dir, f.threads);
   if (!key.ok()) return ReportError(key.status().message());
   const std::string store = io::TuningStorePath();
@@ -248,7 +267,10 @@ Runner AddTuneCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "tune", "Measure plain decoding against each MTP depth here and keep the fastest");
   cmd->add_option("--model", f->model_dir, "Model folder (default: the bundled model)");
-  cmd->add_option("--depths", f->depths, "Depths to measure (default 1,2,3)");
+  CLI::Option* depths =
+      cmd->add_option("--depths", f->depths,
+                      StrCat("Depths to measure, each 1..", pack::kMaxMtpDepth,
+                             " and at most the pack's mtp_depth_max (default 1,2,3)"));
   cmd->add_option("--max-tokens", f->max_tokens, "Tokens per prompt and mode (default 512)")
       ->check(CLI::Range(16, 65536));
   cmd->add_option("--threads", f->threads,
@@ -256,7 +278,10 @@ Runner AddTuneCommand(CLI::App& app) {
   cmd->add_flag("--retune", f->retune, "Measure again even when a result is stored");
   cmd->add_flag("--json", f->json, "One JSON object: verdict, best_depth, results");
   cmd->add_flag("--quiet", f->quiet, "No progress bar");
-  return [f] { return RunTune(*f); };
+  return [f, depths] {
+    f->depths_given = depths->count() > 0;
+    return RunTune(*f);
+  };
 }
 
 }  // namespace mtplx::cli

@@ -25,8 +25,6 @@ namespace {
 // point is a cut) and on the last few turn boundaries of a prompt.
 constexpr int64_t kCheckpointGrid = 4 * kPrefillChunk;
 constexpr size_t kTurnCheckpoints = 3;
-// The deepest draft adaptive depth tries unless the pack or tune asks for more.
-constexpr int kAdaptiveMaxDepth = io::kMaxMtpDepth;
 
 struct PromptInfo {
   std::vector<int32_t> tokens;
@@ -97,6 +95,8 @@ Engine::~Engine() {
 // --no-mtp, a checkpoint without an MTP head, or a head that fails the acceptance check all mean
 // plain decoding, with a notice saying why.
 void Engine::ChooseMode() {
+  // The pack's mtp_depth_max caps every depth: pinned, tuned, and the ones adaptive depth tries.
+  max_depth_ = defaults_.mtp_depth_max;
   if (options_.no_mtp) return;
   if (!model_->has_mtp()) {
     notice_ = "this checkpoint has no MTP head: plain decoding";
@@ -122,15 +122,17 @@ void Engine::ChooseMode() {
       return;
     }
   }
-  depth_ = options_.depth > 0 ? options_.depth : defaults_.mtp_depth;
+  depth_ = std::min(options_.depth > 0 ? options_.depth : defaults_.mtp_depth, max_depth_);
+  if (options_.depth > max_depth_)
+    notice_ = StrCat("MTP depth ", options_.depth, " capped at ", max_depth_,
+                     ", this pack's mtp_depth_max (mtplx_runtime.json)");
   speculate_ = true;
-  const int max_depth = std::max(depth_, kAdaptiveMaxDepth);
   cycle_costs_ = options_.cycle_costs;
   if (cycle_costs_.empty()) {
     const double decode = static_cast<double>(std::max<uint64_t>(model_->DecodeWeightBytes(), 1));
     cycle_costs_ = EstimateCycleCosts(static_cast<double>(model_->DraftWeightBytes()) / decode,
                                       kernels::WeightsStreamFromMemory(model_->DecodeWeightBytes()),
-                                      max_depth);
+                                      max_depth_);
   }
 }
 
@@ -487,9 +489,8 @@ Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
     g.vocabulary = vocabulary();
     g.oracle = OracleFor(request.grammar);
   }
-  const bool speculate =
-      speculate_ && request.speculate && request.top_logprobs < 0 &&
-      n + std::max(depth_, kAdaptiveMaxDepth) + 1 < model_->config().max_position_embeddings;
+  const bool speculate = speculate_ && request.speculate && request.top_logprobs < 0 &&
+                         n + max_depth_ + 1 < model_->config().max_position_embeddings;
   // Turn boundaries cut the prefill; the last few of them and a grid get checkpoints.
   if (turn_start_id_)
     for (int64_t i = 1; i < n - 1; ++i)
@@ -545,10 +546,11 @@ Result<std::unique_ptr<Engine::Active>> Engine::Admit(Job& job) {
   };
   if (speculate) {
     SpeculativeOptions spec;
-    // Adapting, the depth may go past the pack's (or tune's) default. It starts from tune's (or
-    // the caller's), else from the best under the prior: a pack's default depth predates this
-    // machine's costs, and warm-up cycles at too shallow a depth cost a few per cent of a reply.
-    spec.depth = options_.adaptive_depth ? std::max(depth_, kAdaptiveMaxDepth) : depth_;
+    // Adapting, the depth may go past the pack's (or tune's) default, up to the pack's ceiling.
+    // It starts from tune's (or the caller's), else from the best under the prior: a pack's
+    // default depth predates this machine's costs, and warm-up cycles at too shallow a depth cost
+    // a few per cent of a reply.
+    spec.depth = options_.adaptive_depth ? max_depth_ : depth_;
     spec.adaptive = options_.adaptive_depth;
     spec.adaptive_start = options_.depth > 0 ? depth_ : PriorBestDepth(spec.depth, cycle_costs_);
     spec.cycle_costs = cycle_costs_;

@@ -264,6 +264,8 @@ class Engine {
   int64_t context_window() const { return context_window_; }
   // The draft depth when speculating (0: plain decoding), and why speculation is off if it is.
   int depth() const { return speculate_ ? depth_ : 0; }
+  // The deepest draft any cycle may run: the pack's mtp_depth_max, at most io::kMaxMtpDepth.
+  int max_depth() const { return max_depth_; }
   const std::string& notice() const { return notice_; }
   // The acceptance the load check measured in this Open (nullopt: not run, or known beforehand).
   std::optional<double> measured_mtp_acceptance() const { return measured_mtp_acceptance_; }
@@ -316,6 +318,7 @@ class Engine {
   std::optional<int32_t> turn_start_id_;  // <|im_start|>: turn boundaries cut the prefill
   int64_t context_window_ = 0;
   int depth_ = 0;
+  int max_depth_ = io::kMaxMtpDepth;
   std::vector<double> cycle_costs_;  // for adaptive depth
   std::atomic<bool> speculate_{false};
   std::string notice_;

@@ -78,6 +78,10 @@ Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
                            const std::function<void(int, int)>& progress) {
   const model::Model& model = engine.model();
   if (!model.has_mtp()) return FailedPrecondition("this model has no MTP head: nothing to tune");
+  for (int d : options.depths)
+    if (d < 1 || d > engine.max_depth())
+      return InvalidArgument(StrCat("depth ", d, " is outside 1..", engine.max_depth(),
+                                    " (this pack's mtp_depth_max)"));
   std::vector<int> depths = options.depths;
   depths.insert(depths.begin(), 0);
   const std::vector<std::string>& prompts =

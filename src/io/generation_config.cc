@@ -68,9 +68,12 @@ Result<GenerationDefaults> LoadGenerationDefaults(const std::string& model_dir) 
   const std::string runtime_path = JoinPath(model_dir, "mtplx_runtime.json");
   if (FileExists(runtime_path)) {
     MTPLX_ASSIGN_OR_RETURN(json runtime, ReadJson(runtime_path));
+    if (runtime.contains("mtp_depth_max") && runtime["mtp_depth_max"].is_number_integer())
+      d.mtp_depth_max = std::clamp(runtime["mtp_depth_max"].get<int>(), 1, kMaxMtpDepth);
+    d.mtp_depth = std::min(d.mtp_depth, d.mtp_depth_max);
     for (const char* key : {"recommended_mtp_depth", "mtp_depth_default"})
       if (runtime.contains(key) && runtime[key].is_number_integer())
-        d.mtp_depth = std::min(4, std::max(1, runtime[key].get<int>()));
+        d.mtp_depth = std::clamp(runtime[key].get<int>(), 1, d.mtp_depth_max);
     if (runtime.contains("sampler") && runtime["sampler"].is_object()) {
       ReadSampler(runtime["sampler"], d);
       ReadPenalties(runtime["sampler"], d);

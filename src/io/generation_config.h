@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "io/runtime_contract.h"
 
 namespace mtplx::io {
 
@@ -30,6 +31,9 @@ struct GenerationDefaults {
   double frequency_penalty = 0.0;
   std::string source = "built-in";  // which file the sampler values came from
   int mtp_depth = 2;                // mtplx_runtime.json mtp_depth_default / recommended_mtp_depth
+  // mtplx_runtime.json mtp_depth_max, a ceiling on every draft depth a run uses (pinned, tuned or
+  // adaptive), within 1..kMaxMtpDepth; mtp_depth is at most this.
+  int mtp_depth_max = kMaxMtpDepth;
   DraftSamplerDefaults draft;
 };
 

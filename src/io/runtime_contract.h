@@ -16,7 +16,8 @@
 namespace mtplx::io {
 
 // The deepest MTP draft the engine runs (a cycle verifies depth + 1 rows), and the mtp_depth_max
-// that new packs are written with. A pack's mtp_depth_max is read (1..16) but does not cap a run.
+// that new packs are written with. A pack's mtp_depth_max (read as 1..16) caps every run of that
+// pack below this (io/generation_config.h); above it, this is the cap.
 inline constexpr int kMaxMtpDepth = 5;
 
 struct RuntimeContract {

@@ -127,5 +127,24 @@ TEST(TuneCliTest, BadDepthsAreRefused) {
   }
 }
 
+// A pack's mtp_depth_max caps tune's depths (asked for: refused; the default 1,2,3: cut) and
+// run's --depth (capped, with a notice).
+TEST(TuneCliTest, ThePacksMtpDepthMaxCapsTuneAndRun) {
+  Home home;
+  const std::string pack = testing::TrainedModelCopy("mtplx-depth-max", R"({"mtp_depth_max": 2})");
+  ASSERT_FALSE(pack.empty());
+  const auto refused = home.Run("tune --model " + pack + " --depths 1,3", true);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("--depths: 3 is above this pack's mtp_depth_max (2"),
+            std::string::npos)
+      << refused.output;
+  const auto tuned = home.Run("tune --json --max-tokens 16 --threads 1 --model " + pack);
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_EQ(Json::parse(tuned.output)["results"].size(), 3u);  // AR, D1, D2
+  std::string log;
+  EXPECT_EQ(RunDepth(home, "--model " + pack + " --depth 4", &log), 2);
+  EXPECT_NE(log.find("MTP depth 4 capped at 2"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace mtplx

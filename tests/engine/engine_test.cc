@@ -20,6 +20,7 @@
 
 #include "base/file.h"
 #include "engine/text_stream.h"
+#include "engine/tune.h"
 #include "support/test_support.h"
 
 namespace mtplx::engine {
@@ -151,9 +152,8 @@ TEST(EngineTest, StopStringsCutTheTextAndAreReported) {
 // the CLI's --draft-* options replace the pack's.
 TEST(EngineTest, DraftSamplerFollowsThePackThenTheOptions) {
   namespace fs = std::filesystem;
-  const std::string dir = testing::MakeTempDir("mtplx-draft-sampler");
-  for (const fs::directory_entry& f : fs::directory_iterator(testing::TrainedModelDir()))
-    fs::copy(f.path(), fs::path(dir) / f.path().filename());
+  const std::string dir = testing::TrainedModelCopy("mtplx-draft-sampler");
+  ASSERT_FALSE(dir.empty());
   auto contract = ReadTextFile(dir + "/mtplx_runtime.json");
   ASSERT_TRUE(contract.ok());
   auto json = nlohmann::json::parse(*contract);
@@ -189,6 +189,43 @@ TEST(EngineTest, DraftSamplerFollowsThePackThenTheOptions) {
   EXPECT_DOUBLE_EQ(draft->temperature, 0.5);
   EXPECT_EQ(draft->top_k, 8);
   fs::remove_all(dir);
+}
+
+// A pack's mtp_depth_max caps every depth: a pinned one (with a notice), the ones adaptive depth
+// tries, and the ones tune measures.
+TEST(EngineTest, ThePacksMtpDepthMaxCapsEveryDepth) {
+  const std::string dir = testing::TrainedModelCopy("mtplx-depth-max", R"({"mtp_depth_max": 2})");
+  ASSERT_FALSE(dir.empty());
+  EngineOptions options;
+  options.model_dir = dir;
+  options.load.show_progress = false;
+  options.load.threads = 1;
+  options.skip_mtp_check = true;
+  options.depth = 4;
+  {
+    auto engine = Engine::Open(options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    EXPECT_EQ((*engine)->depth(), 2);
+    EXPECT_EQ((*engine)->max_depth(), 2);
+    EXPECT_NE((*engine)->notice().find("capped at 2"), std::string::npos) << (*engine)->notice();
+  }
+  options.depth = 0;  // the pack's default (1), adapting up to the ceiling
+  auto engine = Engine::Open(options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  EXPECT_EQ((*engine)->depth(), 1);
+  EXPECT_EQ((*engine)->notice(), "");
+  auto done = (*engine)->Run(ChatRequest(**engine, {Text("user", "def fibonacci(n):")}, 96));
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  const std::vector<int64_t>& cycles = done->speculative.cycles_by_depth;
+  ASSERT_GE(cycles.size(), 3u);
+  EXPECT_GT(cycles[2], 0);  // greedy on the trained head: adaptive depth reaches the ceiling
+  for (size_t d = 3; d < cycles.size(); ++d) EXPECT_EQ(cycles[d], 0) << "depth " << d;
+  TuneOptions tune;
+  tune.depths = {3};
+  tune.max_tokens = 4;
+  auto tuned = RunTune(**engine, tune, nullptr);
+  ASSERT_FALSE(tuned.ok());
+  EXPECT_NE(tuned.status().message().find("mtp_depth_max"), std::string::npos);
 }
 
 TEST(EngineTest, PromptsBeyondTheContextWindowAreRefusedAndMaxTokensClamped) {

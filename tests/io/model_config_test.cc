@@ -820,12 +820,31 @@ TEST_F(GenerationDefaultsTest, MtpDepthFromRuntimeFile) {
   Write("mtplx_runtime.json", {{"recommended_mtp_depth", 3}, {"mtp_depth_default", 1}});
   EXPECT_EQ(Load().mtp_depth, 1);  // mtp_depth_default is read last
   Write("mtplx_runtime.json", {{"mtp_depth_default", 9}});
-  EXPECT_EQ(Load().mtp_depth, 4);  // clamped to [1, 4]
+  EXPECT_EQ(Load().mtp_depth, kMaxMtpDepth);  // clamped to [1, kMaxMtpDepth]
+  EXPECT_EQ(Load().mtp_depth_max, kMaxMtpDepth);
   Write("mtplx_runtime.json", {{"mtp_depth_default", -2}});
   EXPECT_EQ(Load().mtp_depth, 1);
   Write("mtplx_runtime.json", {{"mtp_depth_default", "3"}, {"recommended_mtp_depth", 2.5}});
   EXPECT_EQ(Load().mtp_depth, 2);        // mistyped: ignored
   EXPECT_EQ(Load().source, "built-in");  // no sampler object
+}
+
+// mtp_depth_max is a ceiling: on the default depth here, on every depth a run uses (engine).
+TEST_F(GenerationDefaultsTest, MtpDepthMaxCapsTheDefaultDepth) {
+  Write("mtplx_runtime.json", {{"mtp_depth_max", 3}, {"mtp_depth_default", 3}});
+  EXPECT_EQ(Load().mtp_depth_max, 3);
+  EXPECT_EQ(Load().mtp_depth, 3);
+  Write("mtplx_runtime.json", {{"mtp_depth_max", 1}});
+  EXPECT_EQ(Load().mtp_depth_max, 1);
+  EXPECT_EQ(Load().mtp_depth, 1);  // the built-in default 2, capped
+  Write("mtplx_runtime.json", {{"mtp_depth_max", 2}, {"recommended_mtp_depth", 4}});
+  EXPECT_EQ(Load().mtp_depth, 2);
+  Write("mtplx_runtime.json", {{"mtp_depth_max", 16}});
+  EXPECT_EQ(Load().mtp_depth_max, kMaxMtpDepth);  // more than the engine runs
+  Write("mtplx_runtime.json", {{"mtp_depth_max", 0}});
+  EXPECT_EQ(Load().mtp_depth_max, 1);
+  Write("mtplx_runtime.json", {{"mtp_depth_max", "3"}});
+  EXPECT_EQ(Load().mtp_depth_max, kMaxMtpDepth);  // mistyped: ignored
 }
 
 TEST_F(GenerationDefaultsTest, RecommendedDraftSamplerFromRuntimeFile) {

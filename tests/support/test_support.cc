@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 namespace mtplx::testing {
@@ -50,6 +52,21 @@ std::string MakeTempDir(const std::string& prefix) {
 }
 
 std::string TrainedModelDir() { return SourceDir() + "/models/default"; }
+
+std::string TrainedModelCopy(const std::string& prefix, const std::string& runtime_keys) {
+  namespace fs = std::filesystem;
+  const std::string dir = MakeTempDir(prefix);
+  std::error_code error;
+  fs::copy(TrainedModelDir(), dir, fs::copy_options::recursive, error);
+  const fs::path runtime = fs::path(dir) / "mtplx_runtime.json";
+  std::ifstream in(runtime);
+  nlohmann::json contract = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json keys = nlohmann::json::parse(runtime_keys, nullptr, false);
+  if (dir.empty() || error || !contract.is_object() || !keys.is_object()) return "";
+  contract.update(keys);
+  std::ofstream(runtime) << contract.dump(2);
+  return dir;
+}
 
 CommandOutcome RunMtplx(const std::string& args, bool merge_stderr) {
   return RunMtplxWithEnv("", args, merge_stderr);

@@ -15,6 +15,9 @@ std::string TestDataPath(const std::string& relative);
 std::string TrainedModelDir();
 // A fresh empty directory under the system temp dir, removed at process exit.
 std::string MakeTempDir(const std::string& prefix);
+// A copy of the bundled pack in a fresh temp dir (MakeTempDir) with the top-level keys of
+// `runtime_keys`, a JSON object's text, set in its mtplx_runtime.json; "" on failure.
+std::string TrainedModelCopy(const std::string& prefix, const std::string& runtime_keys = "{}");
 
 // The result of running the built `mtplx` binary.
 struct CommandOutcome {
