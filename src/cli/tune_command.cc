@@ -56,23 +56,11 @@ std::string JoinInts(const std::vector<int>& values) {
 // prices are measured up to here and extrapolated past it.
 constexpr int kStepCostRows = 16;
 
-// What batched steps cost at the engine's thread count, for a server's draft plan. v(R) may not
-// fall as R grows: a noisy sample must not make rows look free.
+// What batched steps cost at the engine's thread count, for a server's draft plan.
 Result<engine::StepCosts> MeasureStepCosts(const engine::Engine& engine) {
-  engine::BenchOptions bench;
-  bench.max_verify_rows = kStepCostRows;
-  bench.rounds = 2;
-  bench.min_sample_seconds = 0.02;
-  bench.decode_sample_seconds = 0.2;  // the draft's price only; tune times decoding itself
-  bench.prefill_sizes.clear();
-  bench.bandwidth_bytes = uint64_t{64} << 20;
-  MTPLX_ASSIGN_OR_RETURN(engine::BenchReport report, engine::RunBench(engine.model(), bench));
-  engine::StepCosts costs;
-  costs.verify = report.verify_cost;
-  for (size_t i = 1; i < costs.verify.size(); ++i)
-    costs.verify[i] = std::max(costs.verify[i], costs.verify[i - 1]);
-  costs.draft = report.draft_cost_ratio.value_or(0.0);
-  return costs;
+  // The draft's price only: tune times decoding itself.
+  return engine::MeasureStepCosts(engine.model(), kStepCostRows, /*rounds=*/2,
+                                  /*decode_seconds=*/0.2);
 }
 
 io::TuningRecord ToRecord(const engine::TuneReport& report, int max_tokens, int threads,

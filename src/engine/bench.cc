@@ -122,6 +122,7 @@ int64_t BenchRun::ProgressSteps() const {
   const int64_t prefills =
       std::count_if(options_.prefill_sizes.begin(), options_.prefill_sizes.end(),
                     [&](int64_t size) { return size <= window_; });
+  if (options_.steps_only) return options_.rounds * per_round;
   return 1 + options_.rounds * (per_round + prefills);
 }
 
@@ -387,6 +388,11 @@ Result<BenchReport> BenchRun::Run() {
   report.resident_bytes = ReadProcessStats().resident_bytes;  // before any bench allocation
   if (options_.show_progress)
     progress_ = std::make_unique<ProgressBar>("bench", ProgressSteps(), "steps");
+  if (options_.steps_only) {
+    MTPLX_RETURN_IF_ERROR(MeasureSteps(report));
+    if (progress_) progress_->Finish();
+    return report;
+  }
   BandwidthOptions bandwidth;
   bandwidth.bytes = options_.bandwidth_bytes;
   report.bandwidth = MeasureMemoryBandwidth(*model_.pool(), bandwidth);
@@ -432,6 +438,24 @@ Result<BenchReport> RunBench(const model::Model& model, const BenchOptions& opti
                              options.max_verify_rows, " verify rows"));
   BenchRun run(model, options, context);
   return run.Run();
+}
+
+Result<StepCosts> MeasureStepCosts(const model::Model& model, int max_rows, int rounds,
+                                   double decode_seconds) {
+  BenchOptions bench;
+  bench.max_verify_rows = max_rows;
+  bench.rounds = rounds;
+  bench.min_sample_seconds = 0.02;
+  bench.decode_sample_seconds = decode_seconds;
+  bench.prefill_sizes.clear();
+  bench.steps_only = true;
+  MTPLX_ASSIGN_OR_RETURN(const BenchReport report, RunBench(model, bench));
+  StepCosts costs;
+  costs.verify = report.verify_cost;
+  for (size_t i = 1; i < costs.verify.size(); ++i)
+    costs.verify[i] = std::max(costs.verify[i], costs.verify[i - 1]);
+  costs.draft = report.draft_cost_ratio.value_or(0.0);
+  return costs;
 }
 
 std::optional<double> ProjectedSpeedup(std::span<const double> acceptance,

@@ -15,6 +15,7 @@
 
 #include "base/memory_bandwidth.h"
 #include "base/status.h"
+#include "engine/step_plan.h"
 #include "model/model.h"
 
 namespace mtplx::engine {
@@ -35,6 +36,8 @@ struct BenchOptions {
   std::vector<int64_t> prefill_sizes = {512, 2048};
   uint64_t bandwidth_bytes = uint64_t{512} << 20;
   bool show_progress = false;  // a progress bar on stderr
+  // Decode, verify and draft steps only: no bandwidth probe, matmul arithmetic or prefill.
+  bool steps_only = false;
 };
 
 struct BenchReport {
@@ -65,6 +68,13 @@ struct BenchReport {
 };
 
 Result<BenchReport> RunBench(const model::Model& model, const BenchOptions& options);
+
+// What a trunk pass of R = 1..max_rows rows and one draft round cost at the model's thread count,
+// in plain steps: bench's step samples alone, in `rounds` interleaved rounds (the median), with
+// v(R) made non-decreasing (a noisy sample must not make rows look free). `decode_seconds`: how
+// long the plain steps the draft is compared with are sampled each round.
+Result<StepCosts> MeasureStepCosts(const model::Model& model, int max_rows, int rounds,
+                                   double decode_seconds);
 
 // BenchReport::verify_bound from its bandwidth, decode weight bytes and arithmetic_seconds.
 std::vector<double> VerifyBound(const BenchReport& report);

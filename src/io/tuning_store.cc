@@ -1,8 +1,11 @@
 #include "io/tuning_store.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -106,6 +109,30 @@ Status WriteStore(const std::string& path, const Json& store) {
   return Status::Ok();
 }
 
+// Holds the store's lock file (tuning.json.lock) exclusively while one process reads, changes
+// and writes the store: without it, two processes storing at once (a tune and a server's first
+// start) each write the file they read and one's entry is lost. A home where the lock cannot be
+// made is used unlocked (the store is a cache of measurements, never a reason to fail).
+class StoreLock {
+ public:
+  explicit StoreLock(const std::string& path) {
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return;
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~StoreLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  StoreLock(const StoreLock&) = delete;
+  StoreLock& operator=(const StoreLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 std::string TuningKey::ToString() const {
@@ -160,6 +187,7 @@ std::optional<TuningRecord> LoadTuning(const std::string& path, const TuningKey&
 }
 
 Status StoreTuning(const std::string& path, const TuningKey& key, const TuningRecord& record) {
+  const StoreLock lock(path);
   Json store = ReadStore(path);
   if (!store.contains("entries") || !store["entries"].is_object())
     store["entries"] = Json::object();
@@ -181,6 +209,7 @@ std::optional<double> LoadMtpCheck(const std::string& path, const std::string& k
 }
 
 Status StoreMtpCheck(const std::string& path, const std::string& key, double acceptance) {
+  const StoreLock lock(path);
   Json store = ReadStore(path);
   if (!store.contains("mtp_checks") || !store["mtp_checks"].is_object())
     store["mtp_checks"] = Json::object();

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -131,6 +132,29 @@ TEST(BenchTest, WithoutAnMtpHeadThereIsNoDraftCost) {
   ASSERT_EQ(r->notices.size(), 1u);
   EXPECT_NE(r->notices[0].find("no MTP head"), std::string::npos);
   EXPECT_TRUE(FinitePositive(r->decode_tok_s));
+}
+
+// Steps only (what `tune` prices a server's batched steps with): no bandwidth probe, arithmetic
+// or prefill; v(R) for every R, from 1 and never falling, and a draft round.
+TEST(BenchTest, StepCostsAreTheStepSamplesAlone) {
+  auto m = Load(testing::SyntheticModel("dense-tiny"));
+  ASSERT_TRUE(m);
+  BenchOptions o = TinyOptions();
+  o.steps_only = true;
+  auto r = RunBench(*m, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->bandwidth.read_gbs, 0.0);
+  EXPECT_TRUE(r->arithmetic_seconds.empty());
+  EXPECT_TRUE(r->prefill_tok_s.empty());
+  EXPECT_EQ(r->verify_cost.size(), static_cast<size_t>(o.max_verify_rows));
+  EXPECT_TRUE(FinitePositive(r->decode_tok_s));
+  auto costs = MeasureStepCosts(*m, 5, /*rounds=*/1, /*decode_seconds=*/0.0);
+  ASSERT_TRUE(costs.ok()) << costs.status().ToString();
+  ASSERT_EQ(costs->verify.size(), 5u);
+  EXPECT_DOUBLE_EQ(costs->verify[0], 1.0);
+  EXPECT_TRUE(std::is_sorted(costs->verify.begin(), costs->verify.end()));
+  EXPECT_TRUE(FinitePositive(costs->draft));
+  EXPECT_FALSE(MeasureStepCosts(*m, 0, 1, 0.0).ok());
 }
 
 // A synthetic context reads the same bytes per step as a prefilled one (zero rows stand in for

@@ -5,8 +5,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "base/file.h"
+#include "base/strings.h"
 #include "io/tuning_store.h"
 #include "support/test_support.h"
 
@@ -122,6 +125,31 @@ TEST(TuningStoreTest, MtpChecksRoundTripBesideTheTuningEntries) {
   // An out-of-range value is not trusted.
   ASSERT_TRUE(WriteTextFile(path, R"({"mtp_checks": {"m@1 | head": {"acceptance": 7}}})").ok());
   EXPECT_FALSE(io::LoadMtpCheck(path, "m@1 | head"));
+}
+
+// The store is locked while one process reads, changes and writes it: writers that meet lose
+// nothing (before the lock, each wrote back the file it had read and dropped the others' entries).
+TEST(TuningStoreTest, ConcurrentWritersLoseNothing) {
+  const std::string path = testing::MakeTempDir("mtplx-tune") + "/tuning.json";
+  constexpr int kWriters = 8;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWriters; ++i)
+    threads.emplace_back([&, i] {
+      for (int j = 0; j < 4; ++j) {
+        EXPECT_TRUE(io::StoreMtpCheck(path, StrCat("m@", i, " | ", j), 0.5).ok());
+        io::TuningRecord r;
+        r.best_depth = j;
+        EXPECT_TRUE(io::StoreTuning(path, {StrCat("m@", i), "CPU X", j + 1, "0.1.0"}, r).ok());
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < kWriters; ++i)
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_TRUE(io::LoadMtpCheck(path, StrCat("m@", i, " | ", j))) << i << " " << j;
+      const auto tuned = io::LoadTuning(path, {StrCat("m@", i), "CPU X", j + 1, "0.1.0"});
+      ASSERT_TRUE(tuned) << i << " " << j;
+      EXPECT_EQ(tuned->best_depth, j);
+    }
 }
 
 TEST(TuningStoreTest, TheModelIdChangesWithTheWeights) {
