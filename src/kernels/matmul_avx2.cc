@@ -87,7 +87,10 @@ MTPLX_AVX2 inline void Widen(__m256i* lo16, __m256i* hi16, __m256i* acc) {
 // beside the step's own load rather than as a burst of the group's lines at its start (see the
 // AVX-512 kernel). 65536 x 4096 from DRAM, 2 threads, Zen 4 capped to AVX2, both forms in the
 // same iterations: 8-bit M = 1 29.3 -> 31.0 GB/s, M = 2 26.2 -> 31.3, M = 4 19.6 -> 21.2, M = 5
-// 15.1 -> 16.8; 4-bit 1-5 % faster.
+// 15.1 -> 16.8; 4-bit 1-5 % faster. Into L2 with two or more rows, as the AVX-512 kernel does,
+// won in that benchmark (8-bit M = 4 22.5 -> 24.2, 4-bit 17.1 -> 22.4) but not on the x8 widened
+// model (`MTPLX_KERNELS=avx2 mtplx bench`: a 4-row verify 18.7 -> 19.2 ms, 6 rows 29.5 -> 29.7),
+// where 256-bit arithmetic, not the stream, bounds the verify.
 MTPLX_AVX2 inline void PrefetchAhead(const uint8_t* step) {
   _mm_prefetch(reinterpret_cast<const char*>(step) + kPanelPrefetchBytes, _MM_HINT_T0);
 }

@@ -211,12 +211,22 @@ MTPLX_AVX512 inline __m512i Broadcast4(const int8_t* x) {
 
 // Asks for the codes kPanelPrefetchBytes past `step`, one prefetch beside each step's load rather
 // than a burst of a group's lines at its start: a burst finds the core's miss buffers full and
-// stalls the dot products behind it, where one line a step keeps the stream and the arithmetic
-// overlapping. 65536 x 4096 from DRAM, 2 threads, Zen 4, both forms in the same iterations
-// (8-bit): M = 1 38.8 -> 41.5 GB/s, M = 4 27.5 -> 33.8, M = 5 26.2 -> 34.3, M = 6 23.6 -> 30.4;
-// 6-bit M = 4 +14 %, 4-bit +3-9 %. Steps narrower than a line (2-6 bits) ask for some lines twice.
+// stalls the dot products behind it. With two or more rows (IntoL2) the line goes to L2: L1 holds
+// few misses in flight, and several rows' arithmetic leaves too little time between loads to
+// recycle them, while L2 tracks many more and an L1 miss that hits L2 costs the out-of-order core
+// little. One row keeps L1: there the plain decoding step of the x8 widened model ran 13 % slower
+// into L2. 65536 x 4096 from DRAM, 2 threads, Zen 4, the forms in the same iterations (GB/s of
+// weights; burst into L1 -> one a step into L1 -> one a step into L2): 8-bit M = 1 38.8 -> 41.5 ->
+// about the same, M = 4 27.5 -> 30.8-33.8 -> 33.4-44.3, M = 5 26.2 -> 33.4-34.3 -> 45.1; 4-bit
+// M = 4 27.3 -> 27.3-29.8 -> 33.6, M = 5 25.0 -> 25.9-27.2 -> 35.1. Steps narrower than a line
+// (2-6 bits) ask for some lines twice.
+template <bool IntoL2>
 MTPLX_AVX512 inline void PrefetchAhead(const uint8_t* step) {
-  _mm_prefetch(reinterpret_cast<const char*>(step) + kPanelPrefetchBytes, _MM_HINT_T0);
+  if constexpr (IntoL2) {
+    _mm_prefetch(reinterpret_cast<const char*>(step) + kPanelPrefetchBytes, _MM_HINT_T1);
+  } else {
+    _mm_prefetch(reinterpret_cast<const char*>(step) + kPanelPrefetchBytes, _MM_HINT_T0);
+  }
 }
 
 // `Panels` consecutive panels (16 output rows each) against `Rows` int8 activation rows starting
@@ -270,7 +280,7 @@ MTPLX_AVX512 void PanelRows(const Matrix& w, const PanelSpan* spans, const Prepa
 #pragma GCC unroll 2
           for (int j = 0; j < Panels; ++j) {
             const uint8_t* step = wg[j] + (s + q) * 8 * Bits;
-            if constexpr (Prefetch) PrefetchAhead(step);
+            if constexpr (Prefetch) PrefetchAhead<(Rows >= 2)>(step);
             codes4[j] = Unpack64<Bits>(step, BlockLoadMask(Bits, 64));
           }
 #pragma GCC unroll 8
@@ -296,7 +306,7 @@ MTPLX_AVX512 void PanelRows(const Matrix& w, const PanelSpan* spans, const Prepa
 #pragma GCC unroll 2
           for (int j = 0; j < Panels; ++j) {
             const uint8_t* step = wg[j] + (s + half) * 64;
-            if constexpr (Prefetch) PrefetchAhead(step);
+            if constexpr (Prefetch) PrefetchAhead<(Rows >= 2)>(step);
             const __m512i packed = _mm512_loadu_si512(step);
             lo[j] = _mm512_and_si512(packed, low4);
             hi[j] = kHighInPlace ? _mm512_and_si512(packed, high4)
