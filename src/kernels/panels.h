@@ -30,16 +30,17 @@ namespace mtplx::kernels {
 
 constexpr int64_t kPanelRows = 16;
 
-// How far ahead the panel kernels prefetch a streamed matrix's codes, every line (into L2, one
-// line a step: see PrefetchAhead in matmul_avx512.cc; the NEON kernel still asks in bursts, not
-// yet measured on an ARM core): the hardware prefetcher alone falls behind once the core is busy
-// with two or more rows (AVX-512, 4-bit 16384 x 4096 from DRAM on 2 threads: 1.28-1.43 ms at
-// M = 2 without, 0.76-0.96 ms with; every other line loses most of it). 12 KiB rather than 6: a
-// 16384 x 4096 matrix, which at 4 and 6 bits partly stays in L3 between calls as a small model's
-// layers do, timed at both distances in alternation (Zen 5, 2 threads) ran 4-12 % faster at 4
-// bits, 1-8 % at 6, 0-6 % at 8, M = 1 and 4 alike (AVX2 kernels: 3-9 % at M = 1); from DRAM alone
-// (65536 x 4096) the two tie within 2 %. 16 KiB tied with 12; 20 KiB lost a little. (Those
-// were bursts into L1; one line a step into L2 at 6, 12 and 24 KiB ties within 3 %, Zen 4.)
+// How far ahead the panel kernels prefetch a streamed matrix's codes, every line (one line a step,
+// into L2 for two or more rows on AVX-512 and into L1 otherwise: see PrefetchAhead in
+// matmul_avx512.cc and matmul_avx2.cc; the NEON kernel still asks in bursts, not yet measured on an
+// ARM core): the hardware prefetcher alone falls behind once the core is busy with two or more rows
+// (AVX-512, 4-bit 16384 x 4096 from DRAM on 2 threads: 1.28-1.43 ms at M = 2 without, 0.76-0.96 ms
+// with; every other line loses most of it). 12 KiB rather than 6: a 16384 x 4096 matrix, which at 4
+// and 6 bits partly stays in L3 between calls as a small model's layers do, timed at both distances
+// in alternation (Zen 5, 2 threads) ran 4-12 % faster at 4 bits, 1-8 % at 6, 0-6 % at 8, M = 1 and
+// 4 alike (AVX2 kernels: 3-9 % at M = 1); from DRAM alone (65536 x 4096) the two tie within 2 %. 16
+// KiB tied with 12; 20 KiB lost a little. (Those were bursts into L1; one line a step into L2 at 6,
+// 12 and 24 KiB ties within 3 %, Zen 4.)
 constexpr int64_t kPanelPrefetchBytes = 12288;
 
 // Quantized (2-8 bits), at least one whole panel, still in the MLX layout.
