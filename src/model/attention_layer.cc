@@ -1,6 +1,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/uninit_array.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -63,12 +64,12 @@ void GatedAttention(const LayerContext& ctx, const AttentionWeights& w, const fl
   const int64_t q_width = w.q_proj.rows;  // heads * d * (gated ? 2 : 1)
   const int64_t kv_width = c.num_kv_heads * d;
   const int64_t out_rows = OutputRows(ctx.sequences);
-  std::vector<float> qg(out_rows * q_width), k(m * kv_width), v(m * kv_width);
+  UninitArray<float> qg(out_rows * q_width), k(m * kv_width), v(m * kv_width);
   if (out_rows == m) {
     ctx.MatMulSameInput({&w.q_proj, &w.k_proj, &w.v_proj}, x, m, {qg.data(), k.data(), v.data()});
   } else {
     // History rows need no query: gather the output rows for the query projection.
-    std::vector<float> queried(out_rows * h_size);
+    UninitArray<float> queried(out_rows * h_size);
     int64_t at = 0;
     for (const SequenceRows& s : ctx.sequences) {
       const float* first = x + (s.begin + s.history_rows) * h_size;
@@ -79,8 +80,8 @@ void GatedAttention(const LayerContext& ctx, const AttentionWeights& w, const fl
     ctx.MatMulSameInput({&w.k_proj, &w.v_proj}, x, m, {k.data(), v.data()});
   }
 
-  std::vector<float> q(out_rows * heads * d), gate(c.attn_output_gate ? out_rows * heads * d : 0);
-  std::vector<float> o(out_rows * heads * d);
+  UninitArray<float> q(out_rows * heads * d), gate(c.attn_output_gate ? out_rows * heads * d : 0);
+  UninitArray<float> o(out_rows * heads * d);
   int64_t out_begin = 0;
   for (const SequenceRows& s : ctx.sequences) {
     float* sq = q.data() + out_begin * heads * d;
@@ -91,7 +92,7 @@ void GatedAttention(const LayerContext& ctx, const AttentionWeights& w, const fl
     out_begin += s.output_rows();
   }
   if (c.attn_output_gate)
-    for (size_t i = 0; i < o.size(); ++i) o[i] *= kernels::SigmoidScalar(gate[i]);
+    for (int64_t i = 0; i < o.size(); ++i) o[i] *= kernels::SigmoidScalar(gate[i]);
   ctx.MatMul(w.o_proj, o.data(), out_rows, y);
 }
 

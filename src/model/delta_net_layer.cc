@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/uninit_array.h"
 #include "kernels/gated_delta.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -25,12 +26,12 @@ void MixSequence(const LayerContext& ctx, const DeltaNetWeights& w, const Sequen
     capture->initial_conv = st.conv;
     capture->conv_inputs.assign(qkv, qkv + m * conv_dim);
   }
-  std::vector<float> mixed(m * conv_dim);
+  UninitArray<float> mixed(m * conv_dim);
   kernels::CausalConvSilu(qkv, m, conv_dim, w.conv_taps.data(), c.conv_kernel, st.conv.data(),
                           mixed.data());
 
   // Split into q, k, v; L2-normalise q and k per head; scale q by Dk^-1/2.
-  std::vector<float> q(m * key_dim), k(m * key_dim), v(m * value_dim), g(m * hv), beta(m * hv);
+  UninitArray<float> q(m * key_dim), k(m * key_dim), v(m * value_dim), g(m * hv), beta(m * hv);
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
   for (int64_t r = 0; r < m; ++r) {
     const float* row = mixed.data() + r * conv_dim;
@@ -61,8 +62,8 @@ void MixSequence(const LayerContext& ctx, const DeltaNetWeights& w, const Sequen
   float* deltas = nullptr;
   const float* initial = nullptr;
   if (capture) {
-    capture->keys = k;
-    capture->log_decay = g;
+    capture->keys.assign(k.begin(), k.end());
+    capture->log_decay.assign(g.begin(), g.end());
     capture->deltas.resize(m * value_dim);
     deltas = capture->deltas.data();
     // Keep the starting state by handing its buffer to the capture; the pass starts from it and
@@ -80,10 +81,10 @@ void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, const floa
   const io::ModelConfig& c = ctx.config;
   const int64_t m = ctx.rows, hv = c.linear_value_heads, dv = c.linear_value_dim;
   const int64_t value_dim = c.ValueDim(), conv_dim = c.ConvDim();
-  std::vector<float> qkv(m * conv_dim), z(m * value_dim), b(m * hv), a(m * hv);
+  UninitArray<float> qkv(m * conv_dim), z(m * value_dim), b(m * hv), a(m * hv);
   ctx.MatMulSameInput({&w.in_qkv, &w.in_z, &w.in_b, &w.in_a}, x, m,
                       {qkv.data(), z.data(), b.data(), a.data()});
-  std::vector<float> o(m * value_dim);
+  UninitArray<float> o(m * value_dim);
   for (const SequenceRows& s : ctx.sequences) {
     MTPLX_CHECK(s.history_rows == 0, "history-only rows need an attention layer");
     MixSequence(ctx, w, s, qkv.data() + s.begin * conv_dim, b.data() + s.begin * hv,
@@ -91,7 +92,7 @@ void GatedDeltaNet(const LayerContext& ctx, const DeltaNetWeights& w, const floa
   }
 
   // Gated RMSNorm per value head with z, then the output projection.
-  std::vector<float> normed(m * value_dim);
+  UninitArray<float> normed(m * value_dim);
   for (int64_t r = 0; r < m; ++r)
     for (int64_t h = 0; h < hv; ++h) {
       const int64_t off = r * value_dim + h * dv;

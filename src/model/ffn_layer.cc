@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "base/uninit_array.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "model/layers.h"
@@ -12,7 +13,7 @@ namespace {
 void SwiGluMlp(const LayerContext& ctx, const MlpWeights& w, const float* x, int64_t rows,
                float* y) {
   const int64_t inter = w.gate.rows;
-  std::vector<float> gate(rows * inter), up(rows * inter);
+  UninitArray<float> gate(rows * inter), up(rows * inter);
   ctx.MatMulSameInput({&w.gate, &w.up}, x, rows, {gate.data(), up.data()});
   kernels::SwiGlu(gate.data(), up.data(), rows * inter, gate.data());
   ctx.MatMul(w.down, gate.data(), rows, y);

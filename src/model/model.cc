@@ -348,7 +348,7 @@ void Model::Finish(const std::vector<float>& gain, const std::vector<float>& x,
       total += item.out->logit_rows;
     }
     if (users.empty()) continue;
-    std::vector<float> in(total * h), logits(total * head.rows);
+    UninitArray<float> in(total * h), logits(total * head.rows);
     int64_t at = 0;
     for (ForwardItem* item : users) {
       const ForwardOutput& out = *item->out;
@@ -403,7 +403,7 @@ Status Model::ForwardBatch(std::span<ForwardItem> items) const {
     total += m;
   }
   std::vector<float> x(total * h);
-  Scratch scratch{std::vector<float>(total * h), std::vector<float>(total * h)};
+  Scratch scratch{UninitArray<float>(total * h), UninitArray<float>(total * h)};
   for (const ForwardItem& item : items)
     for (size_t r = 0; r < item.tokens.size(); ++r)
       kernels::DequantizeRow(weights_.embed, item.tokens[r],
@@ -490,7 +490,7 @@ Status Model::ForwardMtpBatch(std::span<ForwardItem> items) const {
     total += m;
   }
   // fc input per row: [RMSNorm(embedding of the token) | RMSNorm(trunk hidden)].
-  std::vector<float> joined(total * 2 * h), embedding(h);
+  UninitArray<float> joined(total * 2 * h), embedding(h);
   for (size_t i = 0; i < items.size(); ++i) {
     const ForwardItem& item = items[i];
     for (int64_t r = 0; r < sequences[i].rows; ++r) {
@@ -502,7 +502,7 @@ Status Model::ForwardMtpBatch(std::span<ForwardItem> items) const {
   }
   std::vector<float> x(total * h);
   kernels::MatMul(mtp.fc, joined.data(), total, x.data(), pool_.get(), activations_);
-  Scratch scratch{std::vector<float>(total * h), std::vector<float>(total * h)};
+  Scratch scratch{UninitArray<float>(total * h), UninitArray<float>(total * h)};
   RunDecoderLayer(mtp.layer, 0, sequences, x, scratch);
   for (ForwardItem& item : items) item.state->Advance(static_cast<int64_t>(item.tokens.size()));
   Finish(mtp.norm, x, sequences, items);

@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "base/uninit_array.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "io/runtime_contract.h"
@@ -183,8 +184,9 @@ class Model {
   uint64_t LayerDecodeBytes(const LayerWeights& layer) const;
   Model() = default;
 
+  // Per-layer buffers a forward pass reuses: every layer writes them in full before reading.
   struct Scratch {
-    std::vector<float> normed, mixed;
+    UninitArray<float> normed, mixed;
   };
   // One decoder layer over the rows of `sequences` (x: [their rows, hidden]). Rows that only
   // extend an attention cache (SequenceRows::history_rows) leave x and `sequences` afterwards.
