@@ -276,19 +276,21 @@ MTPLX_AVX512_ATTN inline void AddLoadedValue(float weight, const __m512* v, int 
 constexpr int64_t kStreamPlaneBytes = 256 << 10;
 constexpr int64_t kPrefetchKeys = 32;
 
-// The cache level the streamed planes are prefetched into: L2. A core tracks few L1 misses at a
+// One line into L2, where the streamed planes are prefetched. A core tracks few L1 misses at a
 // time, so lines asked for into L1 cap one thread's stream near 10 GB/s (that many lines in
 // flight over DRAM's latency); L2 tracks several times more, and a key or value that waits on L2
 // costs the out-of-order core little. One 9B layer (16 / 4 heads of 256), bf16, AMD EPYC Zen 4,
 // L1 -> L2 (`kernels_bench --benchmark_filter=BM_Attention/.../1/1`): 32k keys one thread
 // 9.2-9.5 -> 17.4-18.4 GB/s, two 16.1-17.9 -> 32.3; 8k keys two 23.6-33.8 -> 37.4-40.3. (Into
 // L1 had measured better on a Zen 5 host while the planes were still fetched a block at a burst.)
-constexpr _mm_hint kPlaneHint = _MM_HINT_T1;
+MTPLX_AVX512_ATTN inline void PrefetchLine(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
+}
 
 // Brings `bytes` from p on into L2, one request per cache line.
 MTPLX_AVX512_ATTN inline void PrefetchSlice(const void* p, int64_t bytes) {
   const char* first = static_cast<const char*>(p);
-  for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(first + b, kPlaneHint);
+  for (int64_t b = 0; b < bytes; b += 64) PrefetchLine(first + b);
 }
 // Rows [begin, end) of a plane (d elements each) into L2 (none when end <= begin).
 template <typename T>
@@ -390,7 +392,7 @@ MTPLX_AVX512_ATTN inline void ScoreBlockForQueries(const GroupQuery* g, const K*
     for (int64_t c = 0; c < dim; c += 16) {
       if (ahead && c % kLine == 0) {
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) _mm_prefetch(ahead + (k0 + k) * dim + c, kPlaneHint);
+        for (int k = 0; k < 4; ++k) PrefetchLine(ahead + (k0 + k) * dim + c);
       }
       __m512 qc[NQ];
 #pragma GCC unroll 4
