@@ -168,12 +168,18 @@ BENCHMARK(BM_MatMulSmallLayer)
     ->Unit(benchmark::kMicrosecond);
 
 // Args: context length, query rows M, threads, model (0 = the bundled model's 4 heads / 2 kv heads
-// of 64; 1 = a 9B-class layer's 16 / 4 of 256), KV cache type (0 = f32, 1 = bf16). Reports the
-// key and value bytes read per call: the M rows of a verify pass share one read of the cache.
+// of 64; 1 = a 9B-class layer's 16 / 4 of 256; 2 = the x8 widened model's 32 / 16 of 64), KV cache
+// type (0 = f32, 1 = bf16), products (0 = exact, 1 = bf16: AttentionProducts::kBf16, where the CPU
+// has AVX512_BF16). Reports the key and value bytes read per call: the M rows of a verify pass
+// share one read of the cache.
 void BM_Attention(benchmark::State& state) {
   const int64_t context = state.range(0), rows = state.range(1);
-  const AttentionDims dims = state.range(3) ? AttentionDims{16, 4, 256} : AttentionDims{4, 2, 64};
+  const AttentionDims dims = state.range(3) == 2   ? AttentionDims{32, 16, 64}
+                             : state.range(3) == 1 ? AttentionDims{16, 4, 256}
+                                                   : AttentionDims{4, 2, 64};
   const KvType type = state.range(4) ? KvType::kBf16 : KvType::kF32;
+  const AttentionProducts products =
+      state.range(5) ? AttentionProducts::kBf16 : AttentionProducts::kExact;
   ThreadPool pool(static_cast<int>(state.range(2)));
   const int64_t length = context + rows, kv = length * dims.kv_heads * dims.head_dim;
   SplitMix64 rng(3);
@@ -187,14 +193,15 @@ void BM_Attention(benchmark::State& state) {
   std::vector<float> out(q.size());
   for (auto _ : state) {
     CausalAttention(dims, q.data(), rows, context,
-                    {key_cache.data(), value_cache.data(), length, type}, 0.125f, out.data(),
-                    &pool);
+                    {key_cache.data(), value_cache.data(), length, type}, 0.125f, out.data(), &pool,
+                    products);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(state.iterations() * 2 * kv * KvElementBytes(type));
 }
 BENCHMARK(BM_Attention)
-    ->ArgsProduct({{512, 2048, 8192, 32768}, {1, 2, 4}, {1, 2}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{512, 2048, 8192, 32768}, {1, 2, 4}, {1, 2}, {0, 1}, {0, 1}, {0}})
+    ->ArgsProduct({{2048, 8192, 16384, 32768}, {1, 5}, {2}, {0, 1, 2}, {1}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

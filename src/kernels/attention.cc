@@ -6,22 +6,11 @@
 #include <vector>
 
 #include "base/float16.h"
+#include "kernels/attention_avx512.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
-#include "kernels/parallel.h"
 #include "kernels/simd.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define MTPLX_ATTENTION_AVX512 1
-// GCC 12 reports the deliberately undefined pass-through operands inside its own AVX-512 headers
-// (_mm512_undefined_*) as uninitialized once they are inlined here.
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#endif
 
 namespace mtplx::kernels {
 
@@ -47,11 +36,6 @@ MTPLX_TARGET_CLONES void LoadKvRow(const void* from, int64_t n, KvType type, flo
 
 namespace {
 
-// The plane of one key/value head (capacity * head_dim elements) within a cache's keys or values.
-const uint8_t* Plane(const void* planes, const KvPlanes& kv, int64_t head, int64_t d) {
-  return static_cast<const uint8_t*>(planes) + head * kv.capacity * d * KvElementBytes(kv.type);
-}
-
 // Rows [t0, t1) of a plane as floats: the plane itself when it holds f32, else widened into
 // scratch (which holds t1 - t0 rows).
 const float* RowsAsF32(const uint8_t* plane, KvType type, int64_t d, int64_t t0, int64_t t1,
@@ -65,11 +49,12 @@ const float* RowsAsF32(const uint8_t* plane, KvType type, int64_t d, int64_t t0,
 
 void CausalAttentionReference(const AttentionDims& dims, const float* q, int64_t rows,
                               int64_t first_position, const KvPlanes& kv, float scale, float* out,
-                              ThreadPool* pool) {
+                              ThreadPool* pool, AttentionProducts products) {
   const int64_t d = dims.head_dim;
   const int64_t group = dims.heads / dims.kv_heads;
+  const bool bf16 = products == AttentionProducts::kBf16 && kv.type == KvType::kBf16;
   auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> scores, row(d);
+    std::vector<float> scores, row(d), rounded(d);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t m = task / dims.heads;
       const int64_t h = task % dims.heads;
@@ -77,10 +62,25 @@ void CausalAttentionReference(const AttentionDims& dims, const float* q, int64_t
       const uint8_t* values = Plane(kv.values, kv, h / group, d);
       const int64_t length = first_position + m + 1;
       const float* qh = q + (m * dims.heads + h) * d;
+      if (bf16) {
+        for (int64_t i = 0; i < d; ++i) rounded[i] = RoundToBf16(qh[i]);
+        qh = rounded.data();
+      }
       scores.resize(length);
       for (int64_t t = 0; t < length; ++t)
         scores[t] = DotF32(qh, RowsAsF32(keys, kv.type, d, t, t + 1, row.data()), d) * scale;
-      SoftmaxInPlace(scores.data(), length);
+      float inverse = 1.0f;
+      if (bf16) {
+        const float max = *std::max_element(scores.begin(), scores.end());
+        double total = 0.0;
+        for (float& s : scores) {
+          s = RoundToBf16(ExpF32(s - max));
+          total += s;
+        }
+        inverse = static_cast<float>(1.0 / total);
+      } else {
+        SoftmaxInPlace(scores.data(), length);
+      }
       float* o = out + (m * dims.heads + h) * d;
       std::fill(o, o + d, 0.0f);
       for (int64_t t = 0; t < length; ++t) {
@@ -88,6 +88,7 @@ void CausalAttentionReference(const AttentionDims& dims, const float* q, int64_t
         const float* v = RowsAsF32(values, kv.type, d, t, t + 1, row.data());
         for (int64_t i = 0; i < d; ++i) o[i] += p * v[i];
       }
+      for (int64_t i = 0; i < d; ++i) o[i] *= inverse;
     }
   };
   if (pool) {
@@ -98,10 +99,6 @@ void CausalAttentionReference(const AttentionDims& dims, const float* q, int64_t
 }
 
 namespace {
-
-// Most queries one task of the packed kernels attends at once (the scores scratch holds this many
-// rows of the context).
-constexpr int kMaxGroupQueries = 16;
 
 // out[0..d) += w * v[0..d).
 MTPLX_TARGET_CLONES void AddScaled(float w, const float* __restrict v, int64_t d,
@@ -119,26 +116,24 @@ constexpr int64_t kPortableTile = 64;
 void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t rows,
                            int64_t first_position, const KvPlanes& kv, float scale, float* out,
                            ThreadPool* pool) {
-  const int64_t d = dims.head_dim, group = dims.heads / dims.kv_heads;
-  const int64_t per_kv = rows * group;
-  const int64_t tiles = (per_kv + kMaxGroupQueries - 1) / kMaxGroupQueries;
+  const int64_t d = dims.head_dim;
+  const GroupTasks tasks(dims, rows);
   const int64_t pitch = first_position + rows;
   auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(std::min<int64_t>(kMaxGroupQueries, per_kv) * pitch);
+    std::vector<float> scores(tasks.largest() * pitch);
     std::vector<float> widened(kv.type == KvType::kF32 ? 0 : kPortableTile * d);
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t head = task / tiles, first = task % tiles * kMaxGroupQueries;
-      const int count = static_cast<int>(std::min<int64_t>(kMaxGroupQueries, per_kv - first));
-      const uint8_t* keys = Plane(kv.keys, kv, head, d);
-      const uint8_t* values = Plane(kv.values, kv, head, d);
+      const int count = tasks.count(task);
+      const uint8_t* keys = Plane(kv.keys, kv, tasks.head(task), d);
+      const uint8_t* values = Plane(kv.values, kv, tasks.head(task), d);
       const float* qs[kMaxGroupQueries];
       float* outs[kMaxGroupQueries];
       int64_t lengths[kMaxGroupQueries];
       for (int n = 0; n < count; ++n) {
-        const int64_t m = (first + n) / group, h = head * group + (first + n) % group;
-        qs[n] = q + (m * dims.heads + h) * d;
-        outs[n] = out + (m * dims.heads + h) * d;
-        lengths[n] = first_position + m + 1;
+        const GroupTasks::Query query = tasks.query(task, n, d);
+        qs[n] = q + query.offset;
+        outs[n] = out + query.offset;
+        lengths[n] = first_position + query.row + 1;
       }
       const int64_t longest = *std::max_element(lengths, lengths + count);
       for (int64_t t0 = 0; t0 < longest; t0 += kPortableTile) {
@@ -161,12 +156,7 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
       }
     }
   };
-  const int64_t work = rows * dims.heads * (first_position + rows) * d * 2;
-  if (WorthParallel(pool, work)) {
-    pool->ParallelFor(dims.kv_heads * tiles, 1, run);
-  } else {
-    run(0, dims.kv_heads * tiles);
-  }
+  tasks.Run(pool, rows * dims.heads * (first_position + rows) * d * 2, run);
 }
 
 }  // namespace
@@ -174,29 +164,7 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
 #ifdef MTPLX_ATTENTION_AVX512
 namespace {
 
-#define MTPLX_AVX512_ATTN __attribute__((target("avx512f,fma")))
-
-// Sums of 16 vectors, one per lane of the result: lane j = total of v[j]. Every lane gets the
-// same tree ((chunk0 + chunk1) + (chunk2 + chunk3), then (x0 + x2) + (x1 + x3) within a chunk),
-// so a key's score does not depend on where in a block it sits.
-MTPLX_AVX512_ATTN inline __m512 SumEach(const __m512* v) {
-  __m512 c[8], d[4];
-#pragma GCC unroll 8
-  for (int64_t i = 0; i < 8; ++i)
-    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x88),
-                         _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xDD));
-#pragma GCC unroll 4
-  for (int64_t i = 0; i < 4; ++i)
-    d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88),
-                         _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xDD));
-  // d[i] chunk k holds the 4 partial sums of source 4i + k.
-  const __m512 e0 = _mm512_add_ps(_mm512_unpacklo_ps(d[0], d[1]), _mm512_unpackhi_ps(d[0], d[1]));
-  const __m512 e1 = _mm512_add_ps(_mm512_unpacklo_ps(d[2], d[3]), _mm512_unpackhi_ps(d[2], d[3]));
-  const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(e0, e1, 0x44), _mm512_shuffle_ps(e0, e1, 0xEE));
-  // Lane 4k + i of f holds source 4i + k; put source s in lane s.
-  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
-  return _mm512_permutexvar_ps(order, f);
-}
+using namespace attention_avx512;  // NOLINT(google-build-using-namespace): the kernel's parts
 
 // 16 cached elements as floats: f32 as they are, bf16 widened (its bits are the high half).
 MTPLX_AVX512_ATTN inline __m512 Load16(const float* p) { return _mm512_loadu_ps(p); }
@@ -229,20 +197,6 @@ MTPLX_AVX512_ATTN inline void ScoreBlock(const float* q, const T* keys, int64_t 
   _mm512_mask_storeu_ps(scores + t0, static_cast<__mmask16>((1u << count) - 1), s);
 }
 
-// Turns a query's scores into exp(score - max) in place; returns 1 / their sum.
-MTPLX_AVX512_ATTN float ExpAndInverseSum(float* scores, int64_t length) {
-  // 16 lanes at a time: a scalar running max is a chain of dependent compares (5 % of a long
-  // context's attention).
-  const float max = MaxF32(scores, length);
-  for (int64_t t = 0; t < length; ++t) scores[t] = ExpF32(scores[t] - max);
-  __m512 total = _mm512_setzero_ps();
-  int64_t t = 0;
-  for (; t + 16 <= length; t += 16) total = _mm512_add_ps(total, _mm512_loadu_ps(scores + t));
-  total = _mm512_add_ps(
-      total, _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (length - t)) - 1), scores + t));
-  return 1.0f / _mm512_reduce_add_ps(total);
-}
-
 // A query of a group: its weights over the keys, how many keys it sees, where its output goes.
 struct GroupQuery {
   const float* q;
@@ -269,33 +223,6 @@ MTPLX_AVX512_ATTN inline void AddLoadedValue(float weight, const __m512* v, int 
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i)
     if (i < chunks) o[i] = _mm512_fmadd_ps(p, v[i], o[i]);
-}
-
-// Planes larger than this (a share of L2) are prefetched: rows kPrefetchKeys positions ahead of
-// the key block being scored, and the next value tile while one is summed.
-constexpr int64_t kStreamPlaneBytes = 256 << 10;
-constexpr int64_t kPrefetchKeys = 32;
-
-// One line into L2, where the streamed planes are prefetched. A core tracks few L1 misses at a
-// time, so lines asked for into L1 cap one thread's stream near 10 GB/s (that many lines in
-// flight over DRAM's latency); L2 tracks several times more, and a key or value that waits on L2
-// costs the out-of-order core little. One 9B layer (16 / 4 heads of 256), bf16, AMD EPYC Zen 4,
-// L1 -> L2 (`kernels_bench --benchmark_filter=BM_Attention/.../1/1`): 32k keys one thread
-// 9.2-9.5 -> 17.4-18.4 GB/s, two 16.1-17.9 -> 32.3; 8k keys two 23.6-33.8 -> 37.4-40.3. (Into
-// L1 had measured better on a Zen 5 host while the planes were still fetched a block at a burst.)
-MTPLX_AVX512_ATTN inline void PrefetchLine(const void* p) {
-  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
-}
-
-// Brings `bytes` from p on into L2, one request per cache line.
-MTPLX_AVX512_ATTN inline void PrefetchSlice(const void* p, int64_t bytes) {
-  const char* first = static_cast<const char*>(p);
-  for (int64_t b = 0; b < bytes; b += 64) PrefetchLine(first + b);
-}
-// Rows [begin, end) of a plane (d elements each) into L2 (none when end <= begin).
-template <typename T>
-MTPLX_AVX512_ATTN inline void PrefetchRows(const T* plane, int64_t d, int64_t begin, int64_t end) {
-  PrefetchSlice(plane + begin * d, (end - begin) * d * static_cast<int64_t>(sizeof(T)));
 }
 
 // Positions of a value tile: the tile (16 KiB at head_dim 64, 64 KiB at 256) stays in L1 or L2
@@ -532,29 +459,26 @@ MTPLX_AVX512_ATTN void AttendGroupOfSize(GroupQuery* g, int count, const T* keys
 
 }  // namespace
 
-// One task per (key/value head, tile of up to 16 of its queries). The queries of a tile are the
-// group's heads row by row, so their lengths differ by at most a few positions.
+// One task per (key/value head, tile of up to 16 of its queries): GroupTasks.
 static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int64_t rows,
                                   int64_t first_position, const KvPlanes& kv, float scale,
                                   float* out, ThreadPool* pool) {
-  const int64_t d = dims.head_dim, group = dims.heads / dims.kv_heads;
-  const int64_t per_kv = rows * group;
-  const int64_t tiles = (per_kv + kMaxGroupQueries - 1) / kMaxGroupQueries;
+  const int64_t d = dims.head_dim;
+  const GroupTasks tasks(dims, rows);
   const int64_t pitch = (first_position + rows + 15) / 16 * 16;
   auto run = [&](int64_t begin, int64_t end) {
     // Scratch for the largest tile only (decode: the group's heads), not 16 rows of the context.
-    std::vector<float> scores(std::min<int64_t>(kMaxGroupQueries, per_kv) * pitch);
+    std::vector<float> scores(tasks.largest() * pitch);
     GroupQuery g[kMaxGroupQueries];
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t head = task / tiles, first = task % tiles * kMaxGroupQueries;
-      const int count = static_cast<int>(std::min<int64_t>(kMaxGroupQueries, per_kv - first));
+      const int count = tasks.count(task);
       for (int n = 0; n < count; ++n) {
-        const int64_t m = (first + n) / group, h = head * group + (first + n) % group;
-        g[n] = {q + (m * dims.heads + h) * d, nullptr, first_position + m + 1, 0.0f,
-                out + (m * dims.heads + h) * d};
+        const GroupTasks::Query query = tasks.query(task, n, d);
+        g[n] = {q + query.offset, nullptr, first_position + query.row + 1, 0.0f,
+                out + query.offset};
       }
-      const uint8_t* keys = Plane(kv.keys, kv, head, d);
-      const uint8_t* values = Plane(kv.values, kv, head, d);
+      const uint8_t* keys = Plane(kv.keys, kv, tasks.head(task), d);
+      const uint8_t* values = Plane(kv.values, kv, tasks.head(task), d);
       if (kv.type == KvType::kBf16) {
         AttendGroupOfSize(g, count, reinterpret_cast<const uint16_t*>(keys),
                           reinterpret_cast<const uint16_t*>(values), d, scale, scores.data(),
@@ -565,20 +489,31 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
       }
     }
   };
-  const int64_t work = rows * dims.heads * (first_position + rows) * d * 2;
-  if (WorthParallel(pool, work)) {
-    pool->ParallelFor(dims.kv_heads * tiles, 1, run);
-  } else {
-    run(0, dims.kv_heads * tiles);
-  }
+  tasks.Run(pool, rows * dims.heads * (first_position + rows) * d * 2, run);
 }
 #endif
 
+bool Bf16AttentionProductsAvailable() {
+#ifdef MTPLX_ATTENTION_AVX512
+  static const bool available = [] {
+    __builtin_cpu_init();
+    return Avx512FKernelsEnabled() && __builtin_cpu_supports("avx512bf16") != 0 &&
+           __builtin_cpu_supports("avx512bw") != 0;
+  }();
+  return available;
+#else
+  return false;
+#endif
+}
+
 void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
                      int64_t first_position, const KvPlanes& kv, float scale, float* out,
-                     ThreadPool* pool) {
+                     ThreadPool* pool, AttentionProducts products) {
   if (rows <= 0) return;
 #ifdef MTPLX_ATTENTION_AVX512
+  if (products == AttentionProducts::kBf16 && kv.type == KvType::kBf16 && dims.head_dim % 32 == 0 &&
+      dims.head_dim <= kMaxBf16ProductsHeadDim && Bf16AttentionProductsAvailable())
+    return CausalAttentionBf16Products(dims, q, rows, first_position, kv, scale, out, pool);
   static const bool fast = Avx512FKernelsEnabled();
   if (fast && dims.head_dim % 16 == 0)
     return CausalAttentionAvx512(dims, q, rows, first_position, kv, scale, out, pool);

@@ -35,6 +35,20 @@ void StoreKvRow(const float* from, int64_t n, KvType type, void* to);
 // Widens n elements of `type` to floats (exact).
 void LoadKvRow(const void* from, int64_t n, KvType type, float* to);
 
+// How queries meet a bf16 cache's keys, and softmax weights its values.
+//   kExact: in f32 fused multiply-adds on the widened cache (the reference numerics).
+//   kBf16:  queries and weights rounded to bf16 (to nearest even), the cache's own precision, and
+//           multiplied two products a lane per instruction (AVX512_BF16's vdpbf16ps): half the
+//           multiply instructions, which bound a verify pass over a long context (its rows share
+//           the cache's reads, not the arithmetic). Each product then carries the rounding its
+//           cache element already has; a score moves by about 2^-9 |q| |k| / sqrt(head_dim).
+//           Taken on CPUs with AVX512_BF16, a bf16 cache and head_dim a multiple of 32 (up to
+//           256); elsewhere kExact runs.
+enum class AttentionProducts : uint8_t { kExact, kBf16 };
+
+// True when kBf16 products run on this CPU (AVX512_BF16, not capped by MTPLX_KERNELS).
+bool Bf16AttentionProductsAvailable();
+
 // q: [M, heads, head_dim]; kv holds positions 0..first_position + M - 1 of every head.
 // Query row m sits at position first_position + m and attends to keys 0..first_position + m.
 // out: [M, heads, head_dim]. Each output row is computed the same way whatever M is. The fast
@@ -45,14 +59,18 @@ void LoadKvRow(const void* from, int64_t n, KvType type, float* to);
 // while every query and every slice of the head reads them. Other CPUs and shapes take a packed
 // kernel of plain loops (the same GQA packing and tiles; target_clones vectorizes it per CPU).
 // A bf16 cache is widened as it is read: both paths compute exactly what they compute on an f32
-// cache holding the widened values.
+// cache holding the widened values. With kBf16 products every output row is still computed the
+// same way whatever M is.
 void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
                      int64_t first_position, const KvPlanes& kv, float scale, float* out,
-                     ThreadPool* pool);
+                     ThreadPool* pool, AttentionProducts products = AttentionProducts::kExact);
 
-// The plain scalar twin: per-key dot products, softmax, then the weighted value sum.
+// The plain scalar twin: per-key dot products, softmax, then the weighted value sum. With kBf16
+// products on a bf16 cache (on any CPU: it defines them) the queries and the weights exp(score -
+// max) are rounded to bf16 and the sum is divided by the rounded weights' total.
 void CausalAttentionReference(const AttentionDims& dims, const float* q, int64_t rows,
                               int64_t first_position, const KvPlanes& kv, float scale, float* out,
-                              ThreadPool* pool);
+                              ThreadPool* pool,
+                              AttentionProducts products = AttentionProducts::kExact);
 
 }  // namespace mtplx::kernels

@@ -52,8 +52,14 @@ void AttendSequence(const LayerContext& ctx, const AttentionWeights& w, const Se
   }
   state::AttentionCache& cache = s.state->attention(ctx.layer);
   state::WriteAttentionRows(cache, s.position, s.rows, k, v, kv_heads, d);
+  // The int8-activation numerics round queries and weights to the bf16 cache's precision too;
+  // the f32 (reference) numerics keep exact products.
+  const kernels::AttentionProducts products = ctx.activations == kernels::Activations::kInt8
+                                                  ? kernels::AttentionProducts::kBf16
+                                                  : kernels::AttentionProducts::kExact;
   kernels::CausalAttention({heads, kv_heads, d}, q, s.output_rows(), s.position + s.history_rows,
-                           cache.planes(), 1.0f / std::sqrt(static_cast<float>(d)), o, ctx.pool);
+                           cache.planes(), 1.0f / std::sqrt(static_cast<float>(d)), o, ctx.pool,
+                           products);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -96,20 +97,82 @@ TEST(AttentionTest, RowResultsDoNotDependOnBatchSize) {
     for (const KvPlanes& kv :
          {KvPlanes{k.data(), v.data(), first + max_rows},
           KvPlanes{k16.bits.data(), v16.bits.data(), first + max_rows, KvType::kBf16}})
-      for (int64_t rows = 1; rows <= max_rows; ++rows) {
-        std::vector<float> batch(rows * row_size);
-        CausalAttention(dims, q.data(), rows, first, kv, 0.125f, batch.data(), &pool);
-        for (int64_t r = 0; r < rows; ++r) {
-          std::vector<float> single(row_size);
-          CausalAttention(dims, q.data() + r * row_size, 1, first + r, kv, 0.125f, single.data(),
-                          nullptr);
-          for (int64_t i = 0; i < row_size; ++i)
-            ASSERT_EQ(batch[r * row_size + i], single[i])
-                << KvTypeName(kv.type) << " d=" << dims.head_dim << " rows=" << rows << " row "
-                << r;
+      for (const AttentionProducts products : {AttentionProducts::kExact, AttentionProducts::kBf16})
+        for (int64_t rows = 1; rows <= max_rows; ++rows) {
+          std::vector<float> batch(rows * row_size);
+          CausalAttention(dims, q.data(), rows, first, kv, 0.125f, batch.data(), &pool, products);
+          for (int64_t r = 0; r < rows; ++r) {
+            std::vector<float> single(row_size);
+            CausalAttention(dims, q.data() + r * row_size, 1, first + r, kv, 0.125f, single.data(),
+                            nullptr, products);
+            for (int64_t i = 0; i < row_size; ++i)
+              ASSERT_EQ(batch[r * row_size + i], single[i])
+                  << KvTypeName(kv.type) << " d=" << dims.head_dim << " rows=" << rows << " row "
+                  << r << (products == AttentionProducts::kBf16 ? " bf16 products" : "");
+          }
         }
-      }
   }
+}
+
+// bf16 products (queries and weights rounded to bf16, vdpbf16ps) against their scalar definition
+// on odd lengths and the head sizes the path takes, and within the rounding's reach of the exact
+// reference: a score moves by about 2^-9 |q| |k| / sqrt(d), an output by about 2^-9 of its size.
+// The two sum a score's products in different orders, so a weight that lies on a bf16 rounding
+// boundary can round the other way (one bf16 step, 2^-8 of it): a few outputs differ by more
+// than the f32 tolerance, none by more than such a step.
+TEST(AttentionTest, Bf16ProductsMatchTheirReference) {
+  if (!Bf16AttentionProductsAvailable()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  ThreadPool pool(2);
+  int64_t outputs = 0, beyond_f32_tolerance = 0;
+  float moved = 0.0f;
+  for (const AttentionDims dims : {AttentionDims{4, 2, 64}, AttentionDims{8, 1, 128},
+                                   AttentionDims{16, 4, 256}, AttentionDims{3, 3, 96}})
+    for (int64_t first : {0, 1, 14, 15, 16, 31, 47, 62, 126, 300, 1000})
+      for (int64_t rows : {1, 2, 5, 6}) {
+        const int64_t capacity = first + rows + first % 5, width = dims.kv_heads * dims.head_dim;
+        const auto q = RandomValues(rows * dims.heads * dims.head_dim, first + rows, 2.0f);
+        const Bf16Cache k = ToBf16(RandomValues(capacity * width, 7 + first, 2.0f));
+        const Bf16Cache v = ToBf16(RandomValues(capacity * width, 9 + first, 1.0f));
+        const KvPlanes kv{k.bits.data(), v.bits.data(), capacity, KvType::kBf16};
+        const float scale = 1.0f / std::sqrt(static_cast<float>(dims.head_dim));
+        std::vector<float> got(q.size()), want(q.size()), exact(q.size());
+        CausalAttention(dims, q.data(), rows, first, kv, scale, got.data(), &pool,
+                        AttentionProducts::kBf16);
+        CausalAttentionReference(dims, q.data(), rows, first, kv, scale, want.data(), nullptr,
+                                 AttentionProducts::kBf16);
+        CausalAttentionReference(dims, q.data(), rows, first, kv, scale, exact.data(), nullptr);
+        const std::string where = "d=" + std::to_string(dims.head_dim) +
+                                  " first=" + std::to_string(first) +
+                                  " rows=" + std::to_string(rows);
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_NEAR(got[i], want[i], 1e-3f) << where << " element " << i;
+          beyond_f32_tolerance += std::fabs(got[i] - want[i]) > 2e-6f;
+          moved = std::max(moved, std::fabs(got[i] - exact[i]));
+        }
+        outputs += static_cast<int64_t>(got.size());
+      }
+  RecordProperty("beyond_f32_tolerance", std::to_string(beyond_f32_tolerance) + " of " +
+                                             std::to_string(outputs) +
+                                             ", largest move from exact " + std::to_string(moved));
+  EXPECT_LT(beyond_f32_tolerance, outputs / 200) << "of " << outputs;
+  EXPECT_LT(moved, 0.01f);  // values in [-1, 1]
+  EXPECT_GT(moved, 0.0f);   // the rounding took effect
+}
+
+// On an f32 cache, or a CPU without AVX512_BF16, kBf16 runs the exact kernel.
+TEST(AttentionTest, Bf16ProductsNeedABf16Cache) {
+  ThreadPool pool(2);
+  const AttentionDims dims{4, 2, 64};
+  const int64_t first = 40, rows = 3, capacity = first + rows;
+  const auto q = RandomValues(rows * dims.heads * dims.head_dim, 1, 2.0f);
+  const auto k = RandomValues(capacity * dims.kv_heads * dims.head_dim, 2, 2.0f);
+  const auto v = RandomValues(capacity * dims.kv_heads * dims.head_dim, 3, 1.0f);
+  const KvPlanes kv{k.data(), v.data(), capacity};
+  std::vector<float> bf16(q.size()), exact(q.size());
+  CausalAttention(dims, q.data(), rows, first, kv, 0.125f, bf16.data(), &pool,
+                  AttentionProducts::kBf16);
+  CausalAttention(dims, q.data(), rows, first, kv, 0.125f, exact.data(), &pool);
+  EXPECT_EQ(bf16, exact);
 }
 
 TEST(AttentionTest, KvRowsRoundToNearestEvenAndWidenExactly) {
