@@ -117,7 +117,7 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
                            int64_t first_position, const KvPlanes& kv, float scale, float* out,
                            ThreadPool* pool) {
   const int64_t d = dims.head_dim;
-  const GroupTasks tasks(dims, rows);
+  const GroupTasks tasks(dims, rows, first_position);
   const int64_t pitch = first_position + rows;
   auto run = [&](int64_t begin, int64_t end) {
     std::vector<float> scores(tasks.largest() * pitch);
@@ -156,7 +156,7 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
       }
     }
   };
-  tasks.Run(pool, rows * dims.heads * (first_position + rows) * d * 2, run);
+  tasks.Run(pool, run);
 }
 
 }  // namespace
@@ -464,7 +464,7 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
                                   int64_t first_position, const KvPlanes& kv, float scale,
                                   float* out, ThreadPool* pool) {
   const int64_t d = dims.head_dim;
-  const GroupTasks tasks(dims, rows);
+  const GroupTasks tasks(dims, rows, first_position);
   const int64_t pitch = (first_position + rows + 15) / 16 * 16;
   auto run = [&](int64_t begin, int64_t end) {
     // Scratch for the largest tile only (decode: the group's heads), not 16 rows of the context.
@@ -489,7 +489,7 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
       }
     }
   };
-  tasks.Run(pool, rows * dims.heads * (first_position + rows) * d * 2, run);
+  tasks.Run(pool, run);
 }
 #endif
 

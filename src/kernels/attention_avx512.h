@@ -1,5 +1,6 @@
-// Parts of the AVX-512 attention kernels (internal to kernels/): the exact one (attention.cc) and
-// the one with bf16 products (attention_bf16.cc) score, normalise and prefetch the same way.
+// Parts the packed attention kernels share (internal to kernels/): the task split and the plane
+// lookup of every packed kernel (portable, AVX-512, bf16 products), and the scoring, softmax and
+// prefetch helpers of the two AVX-512 ones (attention.cc and attention_bf16.cc).
 #pragma once
 
 #include <algorithm>
@@ -31,14 +32,14 @@ constexpr int kMaxGroupQueries = 16;
 // differ by at most a few positions.
 class GroupTasks {
  public:
-  GroupTasks(const AttentionDims& dims, int64_t rows)
+  GroupTasks(const AttentionDims& dims, int64_t rows, int64_t first_position)
       : heads_(dims.heads),
         group_(dims.heads / dims.kv_heads),
         per_kv_(rows * group_),
         tiles_((per_kv_ + kMaxGroupQueries - 1) / kMaxGroupQueries),
-        total_(dims.kv_heads * tiles_) {}
+        total_(dims.kv_heads * tiles_),
+        work_(rows * dims.heads * (first_position + rows) * dims.head_dim * 2) {}
 
-  int64_t total() const { return total_; }
   // Queries of the largest task (decode: the group's heads), what a task's scratch must hold.
   int64_t largest() const { return std::min<int64_t>(kMaxGroupQueries, per_kv_); }
   int64_t head(int64_t task) const { return task / tiles_; }
@@ -55,10 +56,10 @@ class GroupTasks {
     return {row, (row * heads_ + head(task) * group_ + i % group_) * head_dim};
   }
 
-  // Runs run(begin, end) over the tasks: on the pool when `work` (multiply-adds) is worth it.
+  // Runs run(begin, end) over the tasks: on the pool when their multiply-adds are worth it.
   template <typename Fn>
-  void Run(ThreadPool* pool, int64_t work, Fn&& run) const {
-    if (WorthParallel(pool, work)) {
+  void Run(ThreadPool* pool, Fn&& run) const {
+    if (WorthParallel(pool, work_)) {
       pool->ParallelFor(total_, 1, run);
     } else {
       run(0, total_);
@@ -68,7 +69,7 @@ class GroupTasks {
  private:
   int64_t FirstOf(int64_t task) const { return task % tiles_ * kMaxGroupQueries; }
 
-  int64_t heads_, group_, per_kv_, tiles_, total_;
+  int64_t heads_, group_, per_kv_, tiles_, total_, work_;
 };
 
 // The plane of one key/value head (capacity * head_dim elements) within a cache's keys or values.

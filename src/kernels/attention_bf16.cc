@@ -297,7 +297,7 @@ void CausalAttentionBf16Products(const AttentionDims& dims, const float* q, int6
                                  int64_t first_position, const KvPlanes& kv, float scale,
                                  float* out, ThreadPool* pool) {
   const int64_t d = dims.head_dim;
-  const GroupTasks tasks(dims, rows);
+  const GroupTasks tasks(dims, rows, first_position);
   // Scores and weights per query: the context rounded up to whole 32-position chunks.
   const int64_t pitch = (first_position + rows + 31) / 32 * 32;
   auto run = [&](int64_t begin, int64_t end) {
@@ -321,7 +321,7 @@ void CausalAttentionBf16Products(const AttentionDims& dims, const float* q, int6
           reinterpret_cast<const uint16_t*>(Plane(kv.values, kv, tasks.head(task), d)), d, scale);
     }
   };
-  tasks.Run(pool, rows * dims.heads * (first_position + rows) * d * 2, run);
+  tasks.Run(pool, run);
 }
 
 }  // namespace mtplx::kernels
