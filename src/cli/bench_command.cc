@@ -113,6 +113,7 @@ nlohmann::json ReportJson(const engine::BenchReport& r, const model::Model& m,
           {"draft_vocab", m.draft_vocab()},
           {"resident_bytes", r.resident_bytes},
           {"read_bandwidth_gbs", r.bandwidth.read_gbs},
+          {"read_bandwidth_after_steps_gbs", r.read_gbs_after_steps},
           {"triad_bandwidth_gbs", r.bandwidth.triad_gbs},
           {"bandwidth_bytes", r.bandwidth.bytes},
           {"decode_tok_s", r.decode_tok_s},
@@ -151,6 +152,8 @@ void PrintTable(const engine::BenchReport& r, const model::Model& m,
       kernels::KvTypeName(m.kv_type()), model::Model::KernelsName(), head.c_str());
   std::printf("  %-26s %.2f GB/s (triad %.2f GB/s, %s arrays)\n", "memory read bandwidth",
               r.bandwidth.read_gbs, r.bandwidth.triad_gbs, HumanBytes(r.bandwidth.bytes).c_str());
+  if (r.read_gbs_after_steps > 0)
+    std::printf("  %-26s %.2f GB/s\n", "read after the steps", r.read_gbs_after_steps);
   const model::Model::LoadPhases& phases = m.load_phases();
   std::printf(
       "  %-26s %.2f s (%.2f GB/s of checkpoint; read %.2f s, draft head %.2f s, "

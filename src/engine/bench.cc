@@ -123,7 +123,7 @@ int64_t BenchRun::ProgressSteps() const {
       std::count_if(options_.prefill_sizes.begin(), options_.prefill_sizes.end(),
                     [&](int64_t size) { return size <= window_; });
   if (options_.steps_only) return options_.rounds * per_round;
-  return 1 + options_.rounds * (per_round + prefills);
+  return 2 + options_.rounds * (per_round + prefills);  // + the two bandwidth probes
 }
 
 // Trunk at `context` tokens; the MTP history holds the (hidden, next token) pairs of that prefix,
@@ -398,6 +398,10 @@ Result<BenchReport> BenchRun::Run() {
   report.bandwidth = MeasureMemoryBandwidth(*model_.pool(), bandwidth);
   Tick();
   MTPLX_RETURN_IF_ERROR(MeasureSteps(report));
+  report.read_gbs_after_steps = MeasureMemoryBandwidth(*model_.pool(), bandwidth).read_gbs;
+  Tick();
+  if (auto notice = BandwidthMovedNotice(report.bandwidth.read_gbs, report.read_gbs_after_steps))
+    report.notices.push_back(*notice);
   MTPLX_ASSIGN_OR_RETURN(
       report.arithmetic_seconds,
       MatmulArithmeticSeconds(model_, options_.max_verify_rows, options_.min_sample_seconds));
@@ -417,6 +421,15 @@ std::vector<double> VerifyBound(const BenchReport& report) {
   const double one = std::max(stream, report.arithmetic_seconds[0]);
   for (double a : report.arithmetic_seconds) bound.push_back(std::max(stream, a) / one);
   return bound;
+}
+
+std::optional<std::string> BandwidthMovedNotice(double before_gbs, double after_gbs) {
+  if (before_gbs <= 0 || after_gbs <= 0) return std::nullopt;
+  if (std::abs(after_gbs - before_gbs) <= kBandwidthMovedFraction * before_gbs) return std::nullopt;
+  return StrFormat(
+      "the memory read rate moved during the run (%.1f GB/s before the step samples, %.1f after): "
+      "the step times may mix two rates, so compare runs whose probes agree",
+      before_gbs, after_gbs);
 }
 
 double BenchReport::bandwidth_utilization() const {

@@ -45,6 +45,10 @@ struct BenchReport {
   int64_t context = 0;
   bool synthetic_context = false;  // zero KV rows stood in for the context (BenchOptions)
   MemoryBandwidth bandwidth;
+  // The read probe again once the step samples are taken (0: not run, as with steps_only). A
+  // virtual machine's memory rate can move for seconds at a time while others share the host;
+  // when the two probes disagree, the step samples may mix both rates (a notice says so).
+  double read_gbs_after_steps = 0.0;
   double decode_tok_s = 0.0;
   uint64_t weight_bytes_per_token = 0;  // Model::DecodeWeightBytes()
   uint64_t state_bytes_per_token = 0;   // KV rows and DeltaNet state one step reads at `context`
@@ -59,7 +63,7 @@ struct BenchReport {
   std::optional<double> draft_cost_ratio;
   std::vector<std::pair<int64_t, double>> prefill_tok_s;  // (prompt tokens, tok/s)
   uint64_t resident_bytes = 0;                            // process RSS with the model loaded
-  std::vector<std::string> notices;                       // what was skipped and why
+  std::vector<std::string> notices;  // what was skipped and why, what makes a number doubtful
 
   uint64_t bytes_per_token() const { return weight_bytes_per_token + state_bytes_per_token; }
   // bytes_per_token x decode_tok_s / read bandwidth: the fraction of the machine's bandwidth
@@ -78,6 +82,12 @@ Result<StepCosts> MeasureStepCosts(const model::Model& model, int max_rows, int 
 
 // BenchReport::verify_bound from its bandwidth, decode weight bytes and arithmetic_seconds.
 std::vector<double> VerifyBound(const BenchReport& report);
+
+// The notice for read probes before and after the step samples that differ by more than
+// kBandwidthMovedFraction of the first (a probe's own passes agree within a few percent), or
+// nullopt.
+constexpr double kBandwidthMovedFraction = 0.15;
+std::optional<std::string> BandwidthMovedNotice(double before_gbs, double after_gbs);
 
 // Speedup of depth-D speculation over plain decoding, in AR-step units:
 //   E = 1 + a1 + a1 a2 + ... + a1 ... aD   (expected tokens per cycle)
