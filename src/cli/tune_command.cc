@@ -75,14 +75,17 @@ io::TuningRecord ToRecord(const engine::TuneReport& report, int max_tokens, int 
   record.measured_at = pack::UtcTimestamp();
   for (const engine::TuneMeasurement& m : report.results)
     record.results.push_back(
-        {m.depth, m.tok_s, m.deepest_acceptance(), m.depth ? m.tokens_per_cycle : 1.0});
+        {m.depth, m.tok_s, m.deepest_acceptance(), m.depth ? m.tokens_per_cycle : 1.0, m.speedup});
   return record;
 }
 
 Json RecordJson(const io::TuningRecord& r, const io::TuningKey& key, bool stored_before) {
   Json results = Json::array();
   for (const io::TuningResult& x : r.results)
-    results.push_back({{"depth", x.depth}, {"tok_s", x.tok_s}, {"acceptance", x.acceptance}});
+    results.push_back({{"depth", x.depth},
+                       {"tok_s", x.tok_s},
+                       {"speedup", x.speedup},
+                       {"acceptance", x.acceptance}});
   Json threads = Json::array();
   for (const io::TuningThreadResult& t : r.thread_results)
     threads.push_back({{"threads", t.threads}, {"tok_s", t.tok_s}});
@@ -100,16 +103,14 @@ Json RecordJson(const io::TuningRecord& r, const io::TuningKey& key, bool stored
 }
 
 void PrintTable(const engine::TuneReport& report) {
-  const double plain = report.results.front().tok_s;
   std::printf("        tok/s     x AR   acceptance by depth   tokens/cycle\n");
   for (const engine::TuneMeasurement& m : report.results) {
     std::string acceptance;
     for (double a : m.acceptance_by_depth)
       acceptance += StrFormat("%s%.2f", acceptance.empty() ? "" : " ", a);
     std::printf("  %-4s %8.2f  %6.2fx   %-20s  %s\n",
-                m.depth == 0 ? "AR" : StrCat("D", m.depth).c_str(), m.tok_s,
-                plain > 0 ? m.tok_s / plain : 0.0, acceptance.c_str(),
-                m.depth ? StrFormat("%.2f", m.tokens_per_cycle).c_str() : "");
+                m.depth == 0 ? "AR" : StrCat("D", m.depth).c_str(), m.tok_s, m.speedup,
+                acceptance.c_str(), m.depth ? StrFormat("%.2f", m.tokens_per_cycle).c_str() : "");
   }
 }
 

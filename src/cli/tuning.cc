@@ -25,7 +25,8 @@ Result<io::TuningKey> TuningKeyFor(const std::string& model_dir, int threads) {
 namespace {
 
 // What a cycle of each depth cost in plain steps, from tune's measurements: tokens per cycle
-// over the speedup. Depths 0..d must all have been measured.
+// over the speedup (the paired one where the record has it). Depths 0..d must all have been
+// measured.
 std::vector<double> MeasuredCycleCosts(const io::TuningRecord& record) {
   std::vector<double> costs;
   double plain = 0.0;
@@ -35,7 +36,8 @@ std::vector<double> MeasuredCycleCosts(const io::TuningRecord& record) {
     const auto it = std::find_if(record.results.begin(), record.results.end(),
                                  [&](const io::TuningResult& r) { return r.depth == d; });
     if (it == record.results.end() || it->tok_s <= 0) break;
-    costs.push_back(d == 0 ? 1.0 : it->tokens_per_cycle * plain / it->tok_s);
+    const double speedup = it->speedup > 0 ? it->speedup : it->tok_s / plain;
+    costs.push_back(d == 0 ? 1.0 : it->tokens_per_cycle / speedup);
   }
   return costs.size() >= 2 ? costs : std::vector<double>{};
 }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "base/median.h"
 #include "base/process_stats.h"
 #include "base/progress.h"
 #include "base/rng.h"
@@ -24,13 +25,6 @@ std::vector<int32_t> BenchTokens(int64_t first, int64_t count, int64_t vocab) {
   for (int64_t i = 0; i < count; ++i)
     tokens[i] = static_cast<int32_t>(((first + i) * 7919 + 11) % vocab);
   return tokens;
-}
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 // Seconds of each call of `call(i)`, calling it until `min_seconds` of calls were timed (at least

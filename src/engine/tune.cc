@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/median.h"
 #include "base/strings.h"
 
 namespace mtplx::engine {
@@ -13,6 +14,16 @@ constexpr double kCollapsedAcceptance = 0.05;
 void Accumulate(TuneMeasurement& m, const GenerateResult& r) {
   m.tokens += r.stats.completion_tokens;
   m.seconds += r.stats.decode_seconds;
+  m.prompt_tok_s.push_back(
+      r.stats.decode_seconds > 0 ? r.stats.completion_tokens / r.stats.decode_seconds : 0.0);
+}
+
+// The order of the modes on prompt p: as given on even prompts, reversed on odd ones, so a
+// machine that speeds up or slows down through a pair of prompts favours no mode.
+std::vector<size_t> ModeOrder(size_t modes, size_t p) {
+  std::vector<size_t> order(modes);
+  for (size_t i = 0; i < modes; ++i) order[i] = p % 2 ? modes - 1 - i : i;
+  return order;
 }
 
 }  // namespace
@@ -45,6 +56,17 @@ int ChooseThreads(const std::vector<ThreadMeasurement>& results) {
   return best;
 }
 
+double MedianPairedSpeedup(const std::vector<double>& mode_tok_s,
+                           const std::vector<double>& plain_tok_s) {
+  if (mode_tok_s.empty() || mode_tok_s.size() != plain_tok_s.size()) return 0.0;
+  std::vector<double> ratios;
+  for (size_t p = 0; p < mode_tok_s.size(); ++p) {
+    if (mode_tok_s[p] <= 0 || plain_tok_s[p] <= 0) return 0.0;
+    ratios.push_back(mode_tok_s[p] / plain_tok_s[p]);
+  }
+  return Median(std::move(ratios));
+}
+
 int ChooseDepth(const std::vector<TuneMeasurement>& results, std::string* verdict) {
   const auto plain = std::find_if(results.begin(), results.end(),
                                   [](const TuneMeasurement& m) { return m.depth == 0; });
@@ -52,23 +74,22 @@ int ChooseDepth(const std::vector<TuneMeasurement>& results, std::string* verdic
     if (verdict) *verdict = "plain decoding was not measured";
     return 0;
   }
+  const auto candidate = [](const TuneMeasurement& m) {
+    return m.depth > 0 && m.speedup > 1.0 && m.deepest_acceptance() > kCollapsedAcceptance;
+  };
   double fastest = 0.0;
   for (const TuneMeasurement& m : results)
-    if (m.depth > 0 && m.tok_s > plain->tok_s && m.deepest_acceptance() > kCollapsedAcceptance)
-      fastest = std::max(fastest, m.tok_s);
+    if (candidate(m)) fastest = std::max(fastest, m.speedup);
   int best = 0;
   for (const TuneMeasurement& m : results)
-    if (m.depth > 0 && m.tok_s > plain->tok_s && m.deepest_acceptance() > kCollapsedAcceptance &&
-        m.tok_s >= fastest * (1.0 - kNearTie))
-      best = std::max(best, m.depth);
+    if (candidate(m) && m.speedup >= fastest * (1.0 - kNearTie)) best = std::max(best, m.depth);
   if (verdict) {
     if (best == 0) {
       *verdict = "No MTP depth beat plain decoding on this machine: plain decoding is used";
     } else {
       const auto it = std::find_if(results.begin(), results.end(),
                                    [&](const TuneMeasurement& m) { return m.depth == best; });
-      *verdict = StrFormat("Best for this machine: D%d, %.2fx plain decoding", best,
-                           it->tok_s / plain->tok_s);
+      *verdict = StrFormat("Best for this machine: D%d, %.2fx plain decoding", best, it->speedup);
     }
   }
   return best;
@@ -95,7 +116,8 @@ Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
   std::vector<SpeculativeStats> spec(depths.size());
   const int total = static_cast<int>(prompts.size() * depths.size());
   int done = 0;
-  for (const std::string& text : prompts) {
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const std::string& text = prompts[p];
     Request request = engine.NewRequest();
     chat::Message user;
     user.role = "user";
@@ -107,7 +129,7 @@ Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
     g.sampling = request.sampling;
     g.seed = options.seed;
     g.max_tokens = options.max_tokens;  // no stop ids: every run generates max_tokens
-    for (size_t i = 0; i < depths.size(); ++i) {
+    for (size_t i : ModeOrder(depths.size(), p)) {
       if (depths[i] == 0) {
         MTPLX_ASSIGN_OR_RETURN(GenerateResult r, GeneratePlain(model, g, nullptr));
         Accumulate(report.results[i], r);
@@ -136,6 +158,7 @@ Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
   for (size_t i = 0; i < depths.size(); ++i) {
     TuneMeasurement& m = report.results[i];
     m.tok_s = m.seconds > 0 ? static_cast<double>(m.tokens) / m.seconds : 0.0;
+    m.speedup = MedianPairedSpeedup(m.prompt_tok_s, report.results.front().prompt_tok_s);
     if (depths[i] > 0) {
       m.acceptance_by_depth = spec[i].AcceptanceByDepth();
       m.tokens_per_cycle = spec[i].MeanTokensPerCycle();

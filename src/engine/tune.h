@@ -1,6 +1,9 @@
 // `mtplx tune`: on this machine, plain decoding against each draft depth, measured on fixed
-// coding prompts at the pack's sampler (decode tokens per second only, modes interleaved per
-// prompt so drift hits them alike). A depth is kept only if it beats plain decoding.
+// coding prompts at the pack's sampler (decode tokens per second only). Each prompt runs every
+// mode back to back, in reverse order on every other prompt, and a depth is judged by the median
+// over prompts of its speed over plain decoding's on the same prompt: a shared machine's memory
+// rate moves in spells of seconds to minutes, and a spell then shifts one prompt's ratios, not the
+// verdict. A depth is kept only if it beats plain decoding.
 #pragma once
 
 #include <functional>
@@ -22,8 +25,11 @@ struct TuneOptions {
 struct TuneMeasurement {
   int depth = 0;  // 0: plain decoding
   int64_t tokens = 0;
-  double seconds = 0.0;  // decode time only
-  double tok_s = 0.0;
+  double seconds = 0.0;              // decode time only
+  double tok_s = 0.0;                // over all prompts
+  std::vector<double> prompt_tok_s;  // per prompt, in prompt order
+  // The median over prompts of tok/s over plain decoding's on the same prompt (1 for plain).
+  double speedup = 0.0;
   std::vector<double> acceptance_by_depth;  // conditional
   double tokens_per_cycle = 0.0;
   // The conditional acceptance of the deepest draft (0 for plain decoding).
@@ -59,10 +65,15 @@ struct ThreadMeasurement {
 // The fastest thread count; among counts within 2 % of it, the fewest.
 int ChooseThreads(const std::vector<ThreadMeasurement>& results);
 
-// The decision rule. A depth wins only if it is faster than plain decoding; among depths within
-// 2 % of the fastest, the deepest wins (near-ties go to the deeper depth); a depth whose deepest
-// draft was accepted 5 % of the time or less never wins. Returns 0 when plain decoding wins.
-// `results` must hold plain decoding (depth 0).
+// The median over prompts of mode_tok_s[p] / plain_tok_s[p]; 0 when the lists differ in length,
+// are empty or hold a zero.
+double MedianPairedSpeedup(const std::vector<double>& mode_tok_s,
+                           const std::vector<double>& plain_tok_s);
+
+// The decision rule, on each measurement's `speedup`. A depth wins only if it is faster than
+// plain decoding; among depths within 2 % of the fastest, the deepest wins (near-ties go to the
+// deeper depth); a depth whose deepest draft was accepted 5 % of the time or less never wins.
+// Returns 0 when plain decoding wins. `results` must hold plain decoding (depth 0).
 int ChooseDepth(const std::vector<TuneMeasurement>& results, std::string* verdict);
 
 }  // namespace mtplx::engine

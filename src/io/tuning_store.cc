@@ -26,7 +26,8 @@ Json RecordJson(const TuningRecord& r, const TuningKey& key) {
     results.push_back({{"depth", x.depth},
                        {"tok_s", x.tok_s},
                        {"acceptance", x.acceptance},
-                       {"tokens_per_cycle", x.tokens_per_cycle}});
+                       {"tokens_per_cycle", x.tokens_per_cycle},
+                       {"speedup", x.speedup}});
   Json threads = Json::array();
   for (const TuningThreadResult& t : r.thread_results)
     threads.push_back({{"threads", t.threads}, {"tok_s", t.tok_s}});
@@ -82,6 +83,8 @@ std::optional<TuningRecord> RecordFrom(const Json& j) {
       if (x.contains("acceptance") && x["acceptance"].is_number()) t.acceptance = x["acceptance"];
       if (x.contains("tokens_per_cycle") && x["tokens_per_cycle"].is_number())
         t.tokens_per_cycle = x["tokens_per_cycle"];
+      if (x.contains("speedup") && x["speedup"].is_number())
+        t.speedup = std::max(0.0, x["speedup"].get<double>());
       r.results.push_back(t);
     }
   return r;

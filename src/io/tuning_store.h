@@ -25,6 +25,9 @@ struct TuningResult {
   double tok_s = 0.0;
   double acceptance = 0.0;  // conditional acceptance at the deepest draft (0 for plain)
   double tokens_per_cycle = 1.0;
+  // The median over tune's prompts of tok/s over plain decoding's on the same prompt; 0 in
+  // records written before tune paired them (then tok_s over plain decoding's stands in).
+  double speedup = 0.0;
 };
 
 struct TuningThreadResult {

@@ -47,7 +47,11 @@ TEST(TuneCliTest, MeasuresStoresAndRunAppliesTheStoredDepth) {
   EXPECT_EQ(j["from_store"], false);
   ASSERT_EQ(j["results"].size(), 3u);  // AR, D1, D2
   EXPECT_EQ(j["results"][0]["depth"], 0);
-  for (const Json& r : j["results"]) EXPECT_GT(r["tok_s"].get<double>(), 0.0);
+  for (const Json& r : j["results"]) {
+    EXPECT_GT(r["tok_s"].get<double>(), 0.0);
+    EXPECT_GT(r["speedup"].get<double>(), 0.0);  // over plain decoding, paired per prompt
+  }
+  EXPECT_DOUBLE_EQ(j["results"][0]["speedup"].get<double>(), 1.0);
   EXPECT_TRUE(j["verdict"].is_string());
   EXPECT_GE(j["best_depth"].get<int>(), 0);
   EXPECT_TRUE(FileExists(home.store()));

@@ -16,10 +16,13 @@
 namespace mtplx::engine {
 namespace {
 
+// The decision tests' plain decoding runs at 100 tok/s on every prompt, and each mode at
+// `tok_s` on every prompt: its paired speedup is tok_s / 100.
 TuneMeasurement M(int depth, double tok_s, std::vector<double> acceptance = {}) {
   TuneMeasurement m;
   m.depth = depth;
   m.tok_s = tok_s;
+  m.speedup = tok_s / 100.0;
   m.acceptance_by_depth = std::move(acceptance);
   return m;
 }
@@ -54,6 +57,35 @@ TEST(TuneDecisionTest, ACollapsedDepthNeverWins) {
   EXPECT_EQ(ChooseDepth({M(1, 300, {0.9})}, nullptr), 0);  // no plain measurement: no winner
 }
 
+TEST(TuneDecisionTest, PairedSpeedupIsTheMedianOfPerPromptRatios) {
+  EXPECT_DOUBLE_EQ(MedianPairedSpeedup({150, 200, 120}, {100, 100, 100}), 1.5);
+  EXPECT_DOUBLE_EQ(MedianPairedSpeedup({110, 120, 130, 300}, {100, 100, 100, 100}), 1.25);
+  EXPECT_DOUBLE_EQ(MedianPairedSpeedup({60}, {50}), 1.2);
+  // Nothing to pair, or a run that measured nothing: no speedup.
+  EXPECT_EQ(MedianPairedSpeedup({}, {}), 0.0);
+  EXPECT_EQ(MedianPairedSpeedup({100, 100}, {100}), 0.0);
+  EXPECT_EQ(MedianPairedSpeedup({100, 0}, {100, 100}), 0.0);
+}
+
+// The machine's memory rate moves in spells: plain decoding on one prompt ran in a slow spell
+// and the depth's run beside it in a fast one. Summed over the prompts the depth looks 12 %
+// faster; paired per prompt, it loses on three prompts of four and is not kept.
+TEST(TuneDecisionTest, OneSpellDoesNotMakeALosingDepthWin) {
+  TuneMeasurement plain, d1;
+  plain.depth = 0;
+  plain.prompt_tok_s = {100, 100, 60, 100};
+  d1.depth = 1;
+  d1.prompt_tok_s = {97, 96, 130, 98};
+  d1.acceptance_by_depth = {0.5};
+  for (TuneMeasurement* m : {&plain, &d1}) {
+    for (double v : m->prompt_tok_s) m->tok_s += v / 4;  // equal token counts per prompt
+    m->speedup = MedianPairedSpeedup(m->prompt_tok_s, plain.prompt_tok_s);
+  }
+  EXPECT_GT(d1.tok_s, 1.1 * plain.tok_s);
+  EXPECT_LT(d1.speedup, 1.0);
+  EXPECT_EQ(ChooseDepth({plain, d1}, nullptr), 0);
+}
+
 TEST(TuneThreadsTest, CandidatesAreAllThreeQuartersAndHalfOfTheCores) {
   EXPECT_EQ(ThreadCandidates(1), std::vector<int>({1}));
   EXPECT_EQ(ThreadCandidates(2), std::vector<int>({2, 1}));
@@ -77,7 +109,7 @@ TEST(TuningStoreTest, RoundTripsPerKeyAndKeepsOtherEntries) {
   io::TuningRecord r;
   r.best_depth = 2;
   r.verdict = "Best for this machine: D2";
-  r.results = {{0, 100, 0}, {2, 180, 0.7}};
+  r.results = {{0, 100, 0}, {2, 180, 0.7, 2.9, 1.75}};
   r.threads = 1;
   r.thread_results = {{2, 60.5}, {1, 80.25}};
   r.step_verify_costs = {1.0, 1.05, 1.5};
@@ -92,6 +124,8 @@ TEST(TuningStoreTest, RoundTripsPerKeyAndKeepsOtherEntries) {
   EXPECT_EQ(got->verdict, "Best for this machine: D2");
   ASSERT_EQ(got->results.size(), 2u);
   EXPECT_DOUBLE_EQ(got->results[1].tok_s, 180);
+  EXPECT_DOUBLE_EQ(got->results[1].tokens_per_cycle, 2.9);
+  EXPECT_DOUBLE_EQ(got->results[1].speedup, 1.75);
   EXPECT_EQ(got->threads, 1);
   ASSERT_EQ(got->thread_results.size(), 2u);
   EXPECT_EQ(got->thread_results[1].threads, 1);
