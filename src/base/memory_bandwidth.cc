@@ -185,6 +185,8 @@ MemoryBandwidth MeasureMemoryBandwidth(ThreadPool& pool, const BandwidthOptions&
     });
   });
   result.read_gbs = static_cast<double>(count) * sizeof(double) / read_seconds / 1e9;
+  if (sink.load() < 0.0) result.read_gbs = -result.read_gbs;  // never: the data is non-negative
+  if (!options.triad) return result;
 
   // The triad's three arrays are thirds of the same buffer, each a whole number of grains.
   const int64_t third = count / 3 / kGrain * kGrain;
@@ -197,7 +199,6 @@ MemoryBandwidth MeasureMemoryBandwidth(ThreadPool& pool, const BandwidthOptions&
     });
   });
   result.triad_gbs = 3.0 * static_cast<double>(third) * sizeof(double) / triad_seconds / 1e9;
-  if (sink.load() < 0.0) result.read_gbs = -result.read_gbs;  // never: the data is non-negative
   return result;
 }
 

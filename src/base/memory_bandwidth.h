@@ -14,6 +14,7 @@ struct BandwidthOptions {
   // cache's. Capped to a quarter of the memory the system reports available.
   uint64_t bytes = uint64_t{512} << 20;
   int repetitions = 5;  // the best pass is reported: noise only ever makes a pass slower
+  bool triad = true;    // false: the read rate only (triad_gbs stays 0)
 };
 
 struct MemoryBandwidth {

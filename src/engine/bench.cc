@@ -392,6 +392,7 @@ Result<BenchReport> BenchRun::Run() {
   report.bandwidth = MeasureMemoryBandwidth(*model_.pool(), bandwidth);
   Tick();
   MTPLX_RETURN_IF_ERROR(MeasureSteps(report));
+  bandwidth.triad = false;  // the second probe compares read rates only
   report.read_gbs_after_steps = MeasureMemoryBandwidth(*model_.pool(), bandwidth).read_gbs;
   Tick();
   if (auto notice = BandwidthMovedNotice(report.bandwidth.read_gbs, report.read_gbs_after_steps))

@@ -35,6 +35,17 @@ TEST(MemoryBandwidthTest, TinyRequestIsRaisedToOneGrainPerArray) {
   EXPECT_GT(b.triad_gbs, 0.0);
 }
 
+TEST(MemoryBandwidthTest, AReadOnlyProbeSkipsTheTriad) {
+  ThreadPool pool(2);
+  BandwidthOptions options;
+  options.bytes = uint64_t{4} << 20;
+  options.repetitions = 2;
+  options.triad = false;
+  const MemoryBandwidth b = MeasureMemoryBandwidth(pool, options);
+  EXPECT_TRUE(std::isfinite(b.read_gbs) && b.read_gbs > 0) << b.read_gbs;
+  EXPECT_EQ(b.triad_gbs, 0.0);
+}
+
 TEST(ProcessStatsTest, AvailableMemoryIsReported) {
   EXPECT_GT(AvailableMemoryBytes(), 0u);  // Linux always has MemAvailable
 }
