@@ -107,11 +107,14 @@ BENCHMARK(BM_MatMulPanels)
 // iteration times one row and then M rows over the same 65536 x 4096 matrix (134-268 MB, four
 // times and more the L3 cache: 16384 rows at 4 bits still hit L3 often enough to flatter one row)
 // on all threads, so both see the same memory state; counter `v` = time(M rows) / time(1 row),
-// the kernel's share of v(m) (`mtplx bench`). Args: bits, M, 1.
+// the kernel's share of v(m) (`mtplx bench`). Args: bits, M, columns (4096: a projection of the
+// 9B shape's hidden state; 12288: its MLP down projection, whose int8 rows no longer fit L1 four
+// at a time); the matrix holds 2^28 weights either way.
 void BM_MatMulPanelsVerifyRatio(benchmark::State& state) {
   ThreadPool pool;
   const int bits = static_cast<int>(state.range(0));
-  const int64_t rows = 65536, cols = 4096, m_rows = state.range(1);
+  const int64_t cols = state.range(2), rows = (int64_t{1} << 28) / cols / 16 * 16,
+                m_rows = state.range(1);
   BenchMatrix w = Make(rows, cols, bits);
   RepackToPanels(w.m);
   w.m.quant.streamed = true;
@@ -133,7 +136,7 @@ void BM_MatMulPanelsVerifyRatio(benchmark::State& state) {
       static_cast<double>(w.m.StorageBytes()) * static_cast<double>(state.iterations()) / one / 1e9;
 }
 BENCHMARK(BM_MatMulPanelsVerifyRatio)
-    ->ArgsProduct({{4, 6, 8}, {2, 3, 4, 5, 6}, {1}})
+    ->ArgsProduct({{4, 6, 8}, {2, 3, 4, 5, 6}, {4096, 12288}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
