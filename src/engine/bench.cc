@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <type_traits>
+#include <utility>
 
 #include "base/median.h"
 #include "base/process_stats.h"
@@ -13,6 +14,7 @@
 #include "base/timer.h"
 #include "engine/generator.h"
 #include "kernels/affine_quant.h"
+#include "kernels/hardware.h"
 #include "kernels/matmul.h"
 #include "model/draft_head.h"
 
@@ -340,44 +342,71 @@ const Matrix* RepresentativeMatrix(const model::Model& model) {
   return head.quantized ? &head : nullptr;
 }
 
-// A(m) for m = 1..max_rows (see BenchReport::verify_bound): about 1 MiB of rows per thread, so
-// each thread's share stays in its L2 and the time is the kernel's arithmetic, not the stream.
+// The first `rows` rows of `source`, dequantized and quantized again as the model holds them (a
+// panelled matrix has no row slices).
+Result<std::unique_ptr<model::DraftHead>> MatrixSlice(const model::Model& model,
+                                                      const Matrix& source, int64_t rows) {
+  std::vector<float> dense(static_cast<size_t>(rows * source.cols));
+  for (int64_t r = 0; r < rows; ++r)
+    kernels::DequantizeRow(source, r, dense.data() + r * source.cols);
+  MTPLX_ASSIGN_OR_RETURN(
+      auto slice,
+      model::DraftHead::Quantize(Matrix::Dense(rows, source.cols, DType::kF32, dense.data()),
+                                 source.quant.bits, source.quant.group_size, model.pool()));
+  if (model.activations() == kernels::Activations::kInt8 && kernels::PanelKernelAvailable())
+    slice->RepackToPanels(model.pool(), /*streamed=*/false);
+  return slice;
+}
+
+// Seconds of one matmul of m = 1..max_rows rows on `w`: the median call of each, since a call is
+// short enough (0.1-1 ms) for one preemption of a worker to double it.
+Result<std::vector<double>> SliceSeconds(const model::Model& model, const Matrix& w, int max_rows,
+                                         double min_seconds) {
+  SplitMix64 rng(7);
+  std::vector<float> x(static_cast<size_t>(max_rows * w.cols)), y(max_rows * w.rows);
+  for (float& v : x) v = static_cast<float>(rng.Uniform(-1.0, 1.0));
+  std::vector<double> out;
+  for (int m = 1; m <= max_rows; ++m) {
+    MTPLX_ASSIGN_OR_RETURN(const std::vector<double> seconds,
+                           SecondsOfCalls(
+                               min_seconds, INT64_MAX, [](int64_t) {},
+                               [&](int64_t) {
+                                 kernels::MatMul(w, x.data(), m, y.data(), model.pool(),
+                                                 model.activations());
+                                 return Status::Ok();
+                               }));
+    out.push_back(Median(seconds));
+  }
+  return out;
+}
+
+// A(m) for m = 1..max_rows (see BenchReport::verify_bound): the kernel's time on a slice of the
+// weights held in cache, scaled to the decode weights. A call also pays a fixed cost (waking the
+// workers, preparing the activations, one thread's last panels while the other waits) that the
+// scaling counts once per slice-sized piece of the weights, where the model pays it once per
+// matrix, so the slice is as large as the caches allow: 4 MiB a thread when that fills at most
+// half the last-level cache, else 1 MiB (a thread's L2). On the 9B 6-bit shape (2 threads, 32
+// MiB L3) the 1 MiB slice gave A(4) 148 ms, the 4 MiB one 124 ms, and a 4-row verify of the whole
+// model measured ~1.15 plain steps of 120 ms, below what the smaller slice put as its floor.
 Result<std::vector<double>> MatmulArithmeticSeconds(const model::Model& model, int max_rows,
                                                     double min_seconds) {
   const Matrix* source = RepresentativeMatrix(model);
   if (!source) return std::vector<double>{};
-  ThreadPool* pool = model.pool();
+  const int64_t threads = model.pool()->size();
   const uint64_t row_bytes = std::max<uint64_t>(source->StorageBytes() / source->rows, 1);
-  const int64_t wanted = static_cast<int64_t>((uint64_t{1} << 20) * pool->size() / row_bytes);
+  const uint64_t cache = kernels::LastLevelCacheBytes();
+  const uint64_t per_thread = cache > 0 && (uint64_t{4} << 20) * threads <= cache / 2
+                                  ? uint64_t{4} << 20
+                                  : uint64_t{1} << 20;
+  const auto wanted = static_cast<int64_t>(per_thread * threads / row_bytes);
   const int64_t rows = std::min(source->rows, std::max<int64_t>(16, wanted / 16 * 16));
-  // Its first rows, dequantized and quantized again (a panelled matrix has no row slices).
-  std::vector<float> dense(static_cast<size_t>(rows * source->cols));
-  for (int64_t r = 0; r < rows; ++r)
-    kernels::DequantizeRow(*source, r, dense.data() + r * source->cols);
-  MTPLX_ASSIGN_OR_RETURN(
-      auto slice,
-      model::DraftHead::Quantize(Matrix::Dense(rows, source->cols, DType::kF32, dense.data()),
-                                 source->quant.bits, source->quant.group_size, pool));
-  if (model.activations() == kernels::Activations::kInt8 && kernels::PanelKernelAvailable())
-    slice->RepackToPanels(pool, /*streamed=*/false);
-  const Matrix& w = slice->matrix();
-  SplitMix64 rng(7);
-  std::vector<float> x(static_cast<size_t>(max_rows * w.cols)), y(max_rows * w.rows);
-  for (float& v : x) v = static_cast<float>(rng.Uniform(-1.0, 1.0));
-  const double scale =
-      static_cast<double>(model.DecodeWeightBytes()) / static_cast<double>(w.StorageBytes());
-  std::vector<double> out;
-  for (int m = 1; m <= max_rows; ++m) {
-    MTPLX_ASSIGN_OR_RETURN(const double seconds, SecondsPerCall(
-                                                     min_seconds, INT64_MAX, [](int64_t) {},
-                                                     [&](int64_t) {
-                                                       kernels::MatMul(w, x.data(), m, y.data(),
-                                                                       pool, model.activations());
-                                                       return Status::Ok();
-                                                     }));
-    out.push_back(seconds * scale);
-  }
-  return out;
+  MTPLX_ASSIGN_OR_RETURN(auto slice, MatrixSlice(model, *source, rows));
+  MTPLX_ASSIGN_OR_RETURN(std::vector<double> seconds,
+                         SliceSeconds(model, slice->matrix(), max_rows, min_seconds));
+  const double scale = static_cast<double>(model.DecodeWeightBytes()) /
+                       static_cast<double>(slice->matrix().StorageBytes());
+  for (double& s : seconds) s *= scale;
+  return seconds;
 }
 
 Result<BenchReport> BenchRun::Run() {

@@ -55,8 +55,9 @@ struct BenchReport {
   std::vector<double> verify_cost;      // [m - 1] = v(m) = time(verify m rows) / time(1 row)
   // The roofline of a verify: [m - 1] = max(S, A(m)) / max(S, A(1)), where S streams the decode
   // weights once at the read bandwidth and A(m) is the matmul arithmetic of m rows with the
-  // weights in cache (timed on a cache-sized slice of one of the model's matrices at its bits and
-  // group size, scaled to all decode weights). Empty for unquantized models.
+  // weights in cache (the median call on a slice of one of the model's matrices at its bits and
+  // group size, as large as the caches hold, scaled to all decode weights). Empty for
+  // unquantized models.
   std::vector<double> verify_bound;
   std::vector<double> arithmetic_seconds;  // [m - 1] = A(m)
   // time(one MTP draft step) / time(one AR step); nullopt when the model has no MTP head.
