@@ -24,24 +24,6 @@ Result<io::TuningKey> TuningKeyFor(const std::string& model_dir, int threads) {
 
 namespace {
 
-// What a cycle of each depth cost in plain steps, from tune's measurements: tokens per cycle
-// over the speedup (the paired one where the record has it). Depths 0..d must all have been
-// measured.
-std::vector<double> MeasuredCycleCosts(const io::TuningRecord& record) {
-  std::vector<double> costs;
-  double plain = 0.0;
-  for (const io::TuningResult& r : record.results)
-    if (r.depth == 0) plain = r.tok_s;
-  for (int d = 0; plain > 0; ++d) {
-    const auto it = std::find_if(record.results.begin(), record.results.end(),
-                                 [&](const io::TuningResult& r) { return r.depth == d; });
-    if (it == record.results.end() || it->tok_s <= 0) break;
-    const double speedup = it->speedup > 0 ? it->speedup : it->tok_s / plain;
-    costs.push_back(d == 0 ? 1.0 : it->tokens_per_cycle / speedup);
-  }
-  return costs.size() >= 2 ? costs : std::vector<double>{};
-}
-
 // What the check's result depends on: the weights, the draft head the engine builds, the hidden
 // variant fed to the head, and the engine.
 Result<std::string> MtpCheckKey(const engine::EngineOptions& options) {
@@ -93,7 +75,7 @@ std::string ApplyTunedDepth(engine::EngineOptions& options, bool apply_threads) 
                   "speculates anyway)");
   }
   options.depth = record->best_depth;
-  options.cycle_costs = MeasuredCycleCosts(*record);
+  options.cycle_costs = io::MeasuredCycleCosts(*record);
   return StrFormat("tuned: MTP depth %d%s (`mtplx tune` on this machine; --depth overrides)",
                    record->best_depth, threads.c_str());
 }

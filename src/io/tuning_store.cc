@@ -220,4 +220,19 @@ Status StoreMtpCheck(const std::string& path, const std::string& key, double acc
   return WriteStore(path, store);
 }
 
+std::vector<double> MeasuredCycleCosts(const TuningRecord& record) {
+  std::vector<double> costs;
+  double plain = 0.0;
+  for (const TuningResult& r : record.results)
+    if (r.depth == 0) plain = r.tok_s;
+  for (int d = 0; plain > 0; ++d) {
+    const auto it = std::find_if(record.results.begin(), record.results.end(),
+                                 [&](const TuningResult& r) { return r.depth == d; });
+    if (it == record.results.end() || it->tok_s <= 0) break;
+    const double speedup = it->speedup > 0 ? it->speedup : it->tok_s / plain;
+    costs.push_back(d == 0 ? 1.0 : it->tokens_per_cycle / speedup);
+  }
+  return costs.size() >= 2 ? costs : std::vector<double>{};
+}
+
 }  // namespace mtplx::io

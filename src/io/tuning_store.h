@@ -51,6 +51,11 @@ struct TuningRecord {
   int max_tokens = 0;
 };
 
+// What a cycle of each depth cost in plain steps, from tune's measurements: tokens per cycle over
+// the speedup (the paired one where the record has it, else tok_s over plain decoding's), for
+// depths 0, 1, ... up to the first one not measured; empty when fewer than two are.
+std::vector<double> MeasuredCycleCosts(const TuningRecord& record);
+
 // The file: $MTPLX_HOME/tuning.json, else ~/.mtplx/tuning.json.
 std::string TuningStorePath();
 

@@ -143,6 +143,22 @@ TEST(TuningStoreTest, RoundTripsPerKeyAndKeepsOtherEntries) {
   EXPECT_TRUE(io::LoadTuning(path, a));
 }
 
+TEST(TuningStoreTest, CycleCostsAreTokensPerCycleOverTheSpeedup) {
+  io::TuningRecord r;
+  // Depth 1 paired at 1.6x, depth 2 from a record written before pairing (tok_s over plain's).
+  r.results = {{0, 100, 0, 1.0, 1.0}, {1, 150, 0.8, 1.8, 1.6}, {2, 200, 0.7, 2.5, 0.0}};
+  const std::vector<double> costs = io::MeasuredCycleCosts(r);
+  ASSERT_EQ(costs.size(), 3u);
+  EXPECT_DOUBLE_EQ(costs[0], 1.0);
+  EXPECT_DOUBLE_EQ(costs[1], 1.8 / 1.6);
+  EXPECT_DOUBLE_EQ(costs[2], 2.5 / 2.0);
+  // Depths stop at the first one not measured; one depth alone is no curve.
+  r.results = {{0, 100, 0}, {2, 200, 0.7, 2.5, 1.9}};
+  EXPECT_TRUE(io::MeasuredCycleCosts(r).empty());
+  r.results = {{1, 150, 0.8, 1.8, 1.6}};  // no plain decoding
+  EXPECT_TRUE(io::MeasuredCycleCosts(r).empty());
+}
+
 TEST(TuningStoreTest, MtpChecksRoundTripBesideTheTuningEntries) {
   const std::string path = testing::MakeTempDir("mtplx-tune") + "/tuning.json";
   EXPECT_FALSE(io::LoadMtpCheck(path, "m@1 | head"));
