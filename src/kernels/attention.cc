@@ -117,7 +117,7 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
                            int64_t first_position, const KvPlanes& kv, float scale, float* out,
                            ThreadPool* pool) {
   const int64_t d = dims.head_dim;
-  const GroupTasks tasks(dims, rows, first_position);
+  const GroupTasks tasks(dims, rows, first_position, pool);
   const int64_t pitch = first_position + rows;
   auto run = [&](int64_t begin, int64_t end) {
     std::vector<float> scores(tasks.largest() * pitch);
@@ -156,7 +156,7 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
       }
     }
   };
-  tasks.Run(pool, run);
+  tasks.Run(run);
 }
 
 }  // namespace
@@ -459,15 +459,15 @@ MTPLX_AVX512_ATTN void AttendGroupOfSize(GroupQuery* g, int count, const T* keys
 
 }  // namespace
 
-// One task per (key/value head, tile of up to 16 of its queries): GroupTasks.
+// One task per (key/value head, tile of its queries): GroupTasks.
 static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int64_t rows,
                                   int64_t first_position, const KvPlanes& kv, float scale,
                                   float* out, ThreadPool* pool) {
   const int64_t d = dims.head_dim;
-  const GroupTasks tasks(dims, rows, first_position);
+  const GroupTasks tasks(dims, rows, first_position, pool);
   const int64_t pitch = (first_position + rows + 15) / 16 * 16;
   auto run = [&](int64_t begin, int64_t end) {
-    // Scratch for the largest tile only (decode: the group's heads), not 16 rows of the context.
+    // Scratch for the largest tile only (decode: the group's heads).
     std::vector<float> scores(tasks.largest() * pitch);
     GroupQuery g[kMaxGroupQueries];
     for (int64_t task = begin; task < end; ++task) {
@@ -489,7 +489,7 @@ static void CausalAttentionAvx512(const AttentionDims& dims, const float* q, int
       }
     }
   };
-  tasks.Run(pool, run);
+  tasks.Run(run);
 }
 #endif
 

@@ -23,28 +23,43 @@
 
 namespace mtplx::kernels {
 
-// Most queries one task of the packed kernels attends at once (the scores scratch holds this many
-// rows of the context).
-constexpr int kMaxGroupQueries = 16;
+// How a key/value head's queries are split into tasks. Every task reads its head's whole cache,
+// so a verify pass's rows are one task a head where that keeps the threads busy: the 9B shape's
+// depth-4 pass has 20 queries a head, and with tiles of 16 it read each head's cache twice (one
+// layer at 32k keys, two threads: 11.4-13.2 -> 9.6-10.2 ms as one task). A prompt chunk's many
+// queries keep tiles of kTileQueries: their re-reads come from cache, and a tile's scores
+// (one context-long row a query) stay small.
+constexpr int kTileQueries = 16;
+constexpr int kMaxGroupQueries = 64;  // the most queries one task attends
 
-// The tasks of the packed kernels: one per (key/value head, tile of up to kMaxGroupQueries of the
-// queries that share it). A tile's queries are the group's heads row by row, so their lengths
-// differ by at most a few positions.
+// The tasks of the packed kernels: one per (key/value head, tile of the queries that share it).
+// A tile's queries are the group's heads row by row, so their lengths differ by at most a few
+// positions. Up to kMaxGroupQueries queries a head are one tile, or as many tiles of at least
+// kTileQueries as gives each thread a task; more are tiles of kTileQueries. Which tile a query
+// falls in never changes its result.
 class GroupTasks {
  public:
-  GroupTasks(const AttentionDims& dims, int64_t rows, int64_t first_position)
+  GroupTasks(const AttentionDims& dims, int64_t rows, int64_t first_position, ThreadPool* pool)
       : heads_(dims.heads),
         group_(dims.heads / dims.kv_heads),
         per_kv_(rows * group_),
-        tiles_((per_kv_ + kMaxGroupQueries - 1) / kMaxGroupQueries),
-        total_(dims.kv_heads * tiles_),
-        work_(rows * dims.heads * (first_position + rows) * dims.head_dim * 2) {}
+        work_(rows * dims.heads * (first_position + rows) * dims.head_dim * 2),
+        pool_(WorthParallel(pool, work_) ? pool : nullptr) {
+    const int64_t threads = pool_ ? pool_->size() : 1;
+    const int64_t most = (per_kv_ + kTileQueries - 1) / kTileQueries;  // tiles of kTileQueries
+    tiles_ = per_kv_ > kMaxGroupQueries
+                 ? most
+                 : std::min(most, (threads + dims.kv_heads - 1) / dims.kv_heads);
+    tile_ = (per_kv_ + tiles_ - 1) / tiles_;
+    tiles_ = (per_kv_ + tile_ - 1) / tile_;
+    total_ = dims.kv_heads * tiles_;
+  }
 
   // Queries of the largest task (decode: the group's heads), what a task's scratch must hold.
-  int64_t largest() const { return std::min<int64_t>(kMaxGroupQueries, per_kv_); }
+  int64_t largest() const { return tile_; }
   int64_t head(int64_t task) const { return task / tiles_; }
   int count(int64_t task) const {
-    return static_cast<int>(std::min<int64_t>(kMaxGroupQueries, per_kv_ - FirstOf(task)));
+    return static_cast<int>(std::min<int64_t>(tile_, per_kv_ - FirstOf(task)));
   }
   // Query n of a task: its row, and where its head_dim floats start in q and in out.
   struct Query {
@@ -58,18 +73,20 @@ class GroupTasks {
 
   // Runs run(begin, end) over the tasks: on the pool when their multiply-adds are worth it.
   template <typename Fn>
-  void Run(ThreadPool* pool, Fn&& run) const {
-    if (WorthParallel(pool, work_)) {
-      pool->ParallelFor(total_, 1, run);
+  void Run(Fn&& run) const {
+    if (pool_) {
+      pool_->ParallelFor(total_, 1, run);
     } else {
       run(0, total_);
     }
   }
 
  private:
-  int64_t FirstOf(int64_t task) const { return task % tiles_ * kMaxGroupQueries; }
+  int64_t FirstOf(int64_t task) const { return task % tiles_ * tile_; }
 
-  int64_t heads_, group_, per_kv_, tiles_, total_, work_;
+  int64_t heads_, group_, per_kv_, work_;
+  ThreadPool* pool_;
+  int64_t tiles_ = 1, tile_ = 1, total_ = 0;
 };
 
 // The plane of one key/value head (capacity * head_dim elements) within a cache's keys or values.

@@ -292,12 +292,12 @@ void AttendGroupBf16OfSize(Bf16Query* g, int count, const uint16_t* keys, const 
 
 }  // namespace
 
-// One task per (key/value head, tile of up to 16 of its queries), as the exact kernel.
+// One task per (key/value head, tile of its queries), as the exact kernel.
 void CausalAttentionBf16Products(const AttentionDims& dims, const float* q, int64_t rows,
                                  int64_t first_position, const KvPlanes& kv, float scale,
                                  float* out, ThreadPool* pool) {
   const int64_t d = dims.head_dim;
-  const GroupTasks tasks(dims, rows, first_position);
+  const GroupTasks tasks(dims, rows, first_position, pool);
   // Scores and weights per query: the context rounded up to whole 32-position chunks.
   const int64_t pitch = (first_position + rows + 31) / 32 * 32;
   auto run = [&](int64_t begin, int64_t end) {
@@ -321,7 +321,7 @@ void CausalAttentionBf16Products(const AttentionDims& dims, const float* q, int6
           reinterpret_cast<const uint16_t*>(Plane(kv.values, kv, tasks.head(task), d)), d, scale);
     }
   };
-  tasks.Run(pool, run);
+  tasks.Run(run);
 }
 
 }  // namespace mtplx::kernels

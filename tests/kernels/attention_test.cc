@@ -83,35 +83,40 @@ TEST(AttentionTest, FastPathMatchesReference) {
 }
 
 // Also at the 9B layer's shape (GQA groups of 4, head size 256), where a decode row's four
-// queries score each key block together and a verify pass's rows partly together, partly alone.
+// queries score each key block together and a verify pass's rows partly together, partly alone;
+// up to 160 queries a key/value head, so a head's queries span several tasks, and with 8 threads
+// a pass of a few rows is split for the threads.
 TEST(AttentionTest, RowResultsDoNotDependOnBatchSize) {
-  ThreadPool pool(2);
-  for (const AttentionDims dims : {AttentionDims{4, 2, 64}, AttentionDims{16, 4, 256}}) {
-    // Rows 121..136 straddle a value tile (64 positions): a row's sum continues across tiles.
-    const int64_t first = 120, max_rows = 16, width = dims.kv_heads * dims.head_dim;
-    const auto q = RandomValues(max_rows * dims.heads * dims.head_dim, 3, 2.0f);
-    const auto k = RandomValues((first + max_rows) * width, 4, 2.0f);
-    const auto v = RandomValues((first + max_rows) * width, 5, 1.0f);
-    const Bf16Cache k16 = ToBf16(k), v16 = ToBf16(v);
-    const int64_t row_size = dims.heads * dims.head_dim;
-    for (const KvPlanes& kv :
-         {KvPlanes{k.data(), v.data(), first + max_rows},
-          KvPlanes{k16.bits.data(), v16.bits.data(), first + max_rows, KvType::kBf16}})
-      for (const AttentionProducts products : {AttentionProducts::kExact, AttentionProducts::kBf16})
-        for (int64_t rows = 1; rows <= max_rows; ++rows) {
-          std::vector<float> batch(rows * row_size);
-          CausalAttention(dims, q.data(), rows, first, kv, 0.125f, batch.data(), &pool, products);
-          for (int64_t r = 0; r < rows; ++r) {
-            std::vector<float> single(row_size);
-            CausalAttention(dims, q.data() + r * row_size, 1, first + r, kv, 0.125f, single.data(),
-                            nullptr, products);
-            for (int64_t i = 0; i < row_size; ++i)
-              ASSERT_EQ(batch[r * row_size + i], single[i])
-                  << KvTypeName(kv.type) << " d=" << dims.head_dim << " rows=" << rows << " row "
-                  << r << (products == AttentionProducts::kBf16 ? " bf16 products" : "");
+  ThreadPool two(2), eight(8);
+  for (ThreadPool* pool : {&two, &eight})
+    for (const AttentionDims dims : {AttentionDims{4, 2, 64}, AttentionDims{16, 4, 256}}) {
+      // Rows 121..160 straddle a value tile (64 positions): a row's sum continues across tiles.
+      const int64_t first = 120, max_rows = 40, width = dims.kv_heads * dims.head_dim;
+      const auto q = RandomValues(max_rows * dims.heads * dims.head_dim, 3, 2.0f);
+      const auto k = RandomValues((first + max_rows) * width, 4, 2.0f);
+      const auto v = RandomValues((first + max_rows) * width, 5, 1.0f);
+      const Bf16Cache k16 = ToBf16(k), v16 = ToBf16(v);
+      const int64_t row_size = dims.heads * dims.head_dim;
+      for (const KvPlanes& kv :
+           {KvPlanes{k.data(), v.data(), first + max_rows},
+            KvPlanes{k16.bits.data(), v16.bits.data(), first + max_rows, KvType::kBf16}})
+        for (const AttentionProducts products :
+             {AttentionProducts::kExact, AttentionProducts::kBf16})
+          for (int64_t rows = 1; rows <= max_rows; ++rows) {
+            std::vector<float> batch(rows * row_size);
+            CausalAttention(dims, q.data(), rows, first, kv, 0.125f, batch.data(), pool, products);
+            for (int64_t r = 0; r < rows; ++r) {
+              std::vector<float> single(row_size);
+              CausalAttention(dims, q.data() + r * row_size, 1, first + r, kv, 0.125f,
+                              single.data(), nullptr, products);
+              for (int64_t i = 0; i < row_size; ++i)
+                ASSERT_EQ(batch[r * row_size + i], single[i])
+                    << KvTypeName(kv.type) << " d=" << dims.head_dim << " rows=" << rows << " row "
+                    << r << " threads=" << pool->size()
+                    << (products == AttentionProducts::kBf16 ? " bf16 products" : "");
+            }
           }
-        }
-  }
+    }
 }
 
 // bf16 products (queries and weights rounded to bf16, vdpbf16ps) against their scalar definition
