@@ -30,6 +30,11 @@ void ProgressBar::Set(uint64_t done) {
   }
 }
 
+void ProgressBar::SetTotal(uint64_t total) {
+  total_ = total;
+  if (done_ > total_) done_ = total_;
+}
+
 void ProgressBar::Finish() {
   if (finished_) return;
   finished_ = true;

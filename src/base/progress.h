@@ -15,6 +15,8 @@ class ProgressBar {
 
   void Add(uint64_t amount);
   void Set(uint64_t done);
+  // When the work turns out longer (or shorter) than announced.
+  void SetTotal(uint64_t total);
   void Finish();
 
  private:

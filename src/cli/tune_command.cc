@@ -25,7 +25,7 @@ using Json = nlohmann::json;
 struct TuneFlags {
   std::string model_dir;
   std::string depths;         // --depths as given
-  bool depths_given = false;  // else 1,2,3 up to the pack's mtp_depth_max
+  bool depths_given = false;  // else 1,2,3 and deeper while the deepest wins (mtp_depth_max)
   int max_tokens = 512;
   int threads = 0;
   bool retune = false;
@@ -114,29 +114,39 @@ void PrintTable(const engine::TuneReport& report) {
   }
 }
 
-// The depths to measure: --depths, else 1, 2, 3; none past the pack's mtp_depth_max.
-Result<std::vector<int>> DepthsToMeasure(const TuneFlags& f) {
+struct DepthSearch {
+  std::vector<int> depths;  // measured first
+  int climb_to = 0;         // then deeper, one at a time while the deepest wins, up to this
+};
+
+// The depths to measure: --depths (those only), else 1, 2, 3 and deeper while the deepest wins;
+// none past the pack's mtp_depth_max.
+Result<DepthSearch> DepthsToMeasure(const TuneFlags& f) {
   MTPLX_ASSIGN_OR_RETURN(io::GenerationDefaults pack, io::LoadGenerationDefaults(f.model_dir));
   if (!f.depths_given) {
-    std::vector<int> depths;
-    for (int d = 1; d <= std::min(3, pack.mtp_depth_max); ++d) depths.push_back(d);
-    return depths;
+    DepthSearch search;
+    for (int d = 1; d <= std::min(3, pack.mtp_depth_max); ++d) search.depths.push_back(d);
+    search.climb_to = pack.mtp_depth_max;
+    return search;
   }
   MTPLX_ASSIGN_OR_RETURN(std::vector<int> depths, ParseDepths(f.depths));
   for (int d : depths)
     if (d > pack.mtp_depth_max)
       return InvalidArgument(StrCat("--depths: ", d, " is above this pack's mtp_depth_max (",
                                     pack.mtp_depth_max, ", mtplx_runtime.json)"));
-  return depths;
+  return DepthSearch{depths, 0};
 }
 
 int RunTune(TuneFlags f) {
   auto model = ResolveModelDir(f.model_dir);
   if (!model.ok()) return ReportError(model.status().message());
   f.model_dir = *model;
-  auto depths = DepthsToMeasure(f);
-  if (!depths.ok()) return ReportError(depths.status().message());
-  f.depths = JoinInts(*depths);
+  auto search = DepthsToMeasure(f);
+  if (!search.ok()) return ReportError(search.status().message());
+  const std::vector<int>& depths = search->depths;
+  f.depths = JoinInts(depths);
+  if (search->climb_to > depths.back())
+    f.depths += StrCat(" (then deeper while the deepest wins, up to ", search->climb_to, ")");
   auto key = TuningKeyFor(f.model_dir, f.threads);
   if (!key.ok()) return ReportError(key.status().message());
   const std::string store = io::TuningStorePath();
@@ -160,7 +170,7 @@ int RunTune(TuneFlags f) {
   std::vector<std::string> thread_prompts(engine::TunePrompts().begin(),
                                           engine::TunePrompts().begin() + 2);
   const uint64_t runs = (choose_threads ? candidates.size() * thread_prompts.size() : 0) +
-                        engine::TunePrompts().size() * (depths->size() + 1) + 1;
+                        engine::TunePrompts().size() * (depths.size() + 1) + 1;
   if (!f.json && !f.quiet)
     std::printf(
         "mtplx tune: %s on %s; %splain decoding and depths %s on %zu coding prompts x %d "
@@ -216,11 +226,20 @@ int RunTune(TuneFlags f) {
   const int threads = choose_threads ? engine::ChooseThreads(thread_results) : candidates.front();
   if (Status s = open(threads); !s.ok()) return ReportError(s.message());
   engine::TuneOptions tune;
-  tune.depths = *depths;
+  tune.depths = depths;
+  tune.climb_to = search->climb_to;
   tune.max_tokens = f.max_tokens;
-  auto report = engine::RunTune(*engine, tune, step);
+  const uint64_t announced = engine::TunePrompts().size() * (depths.size() + 1);
+  uint64_t tune_runs = 0;
+  const auto tune_step = [&](int done, int total) {
+    tune_runs = static_cast<uint64_t>(done);
+    if (static_cast<uint64_t>(total) != announced)
+      progress.SetTotal(runs + static_cast<uint64_t>(total) - announced);
+    progress.Set(finished + tune_runs);
+  };
+  auto report = engine::RunTune(*engine, tune, tune_step);
   if (!report.ok()) return ReportError(report.status().message());
-  finished += engine::TunePrompts().size() * (depths->size() + 1);
+  finished += tune_runs;
   if (Status s = measure_step_costs(); !s.ok()) return ReportError(s.message());
   progress.Finish();
   io::TuningRecord record = ToRecord(*report, f.max_tokens, threads, thread_results);
@@ -259,7 +278,8 @@ Runner AddTuneCommand(CLI::App& app) {
   CLI::Option* depths =
       cmd->add_option("--depths", f->depths,
                       StrCat("Depths to measure, each 1..", pack::kMaxMtpDepth,
-                             " and at most the pack's mtp_depth_max (default 1,2,3)"));
+                             " and at most the pack's mtp_depth_max (default 1,2,3, then deeper "
+                             "while the deepest is the fastest)"));
   cmd->add_option("--max-tokens", f->max_tokens, "Tokens per prompt and mode (default 512)")
       ->check(CLI::Range(16, 65536));
   cmd->add_option("--threads", f->threads,

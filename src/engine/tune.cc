@@ -95,33 +95,45 @@ int ChooseDepth(const std::vector<TuneMeasurement>& results, std::string* verdic
   return best;
 }
 
-Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
-                           const std::function<void(int, int)>& progress) {
-  const model::Model& model = engine.model();
-  if (!model.has_mtp()) return FailedPrecondition("this model has no MTP head: nothing to tune");
-  for (int d : options.depths)
-    if (d < 1 || d > engine.max_depth())
-      return InvalidArgument(StrCat("depth ", d, " is outside 1..", engine.max_depth(),
-                                    " (this pack's mtp_depth_max)"));
-  std::vector<int> depths = options.depths;
-  depths.insert(depths.begin(), 0);
-  const std::vector<std::string>& prompts =
-      options.prompts.empty() ? TunePrompts() : options.prompts;
-  TuneReport report;
-  for (int d : depths) {
-    TuneMeasurement m;
-    m.depth = d;
-    report.results.push_back(std::move(m));
+int NextClimbDepth(const std::vector<TuneMeasurement>& results, int best_depth, int climb_to) {
+  int deepest = 0;
+  for (const TuneMeasurement& m : results) deepest = std::max(deepest, m.depth);
+  return deepest > 0 && best_depth == deepest && deepest < climb_to ? deepest + 1 : 0;
+}
+
+namespace {
+
+// Adds one speculative run's counts to `total`.
+void AddSpeculativeStats(SpeculativeStats& total, const SpeculativeStats& run) {
+  total.depth = run.depth;
+  total.proposed_by_depth.resize(run.proposed_by_depth.size());
+  total.accepted_by_depth.resize(run.accepted_by_depth.size());
+  for (size_t k = 0; k < total.proposed_by_depth.size(); ++k) {
+    total.proposed_by_depth[k] += run.proposed_by_depth[k];
+    total.accepted_by_depth[k] += run.accepted_by_depth[k];
   }
+  total.cycles += run.cycles;
+  total.tokens_per_cycle.resize(run.tokens_per_cycle.size());
+  for (size_t k = 0; k < total.tokens_per_cycle.size(); ++k)
+    total.tokens_per_cycle[k] += run.tokens_per_cycle[k];
+}
+
+// One round: every prompt runs each mode of `depths` (0: plain decoding, which must come first)
+// back to back; each mode's speedup is paired with this round's plain decoding.
+Result<std::vector<TuneMeasurement>> MeasureRound(const Engine& engine,
+                                                  const std::vector<int>& depths,
+                                                  const std::vector<std::string>& prompts,
+                                                  const TuneOptions& options,
+                                                  const std::function<void()>& run_done) {
+  const model::Model& model = engine.model();
+  std::vector<TuneMeasurement> results(depths.size());
+  for (size_t i = 0; i < depths.size(); ++i) results[i].depth = depths[i];
   std::vector<SpeculativeStats> spec(depths.size());
-  const int total = static_cast<int>(prompts.size() * depths.size());
-  int done = 0;
   for (size_t p = 0; p < prompts.size(); ++p) {
-    const std::string& text = prompts[p];
     Request request = engine.NewRequest();
     chat::Message user;
     user.role = "user";
-    user.content = text;
+    user.content = prompts[p];
     request.conversation.messages = {user};
     MTPLX_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, engine.PromptTokens(request));
     GenerateRequest g;
@@ -132,39 +144,67 @@ Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
     for (size_t i : ModeOrder(depths.size(), p)) {
       if (depths[i] == 0) {
         MTPLX_ASSIGN_OR_RETURN(GenerateResult r, GeneratePlain(model, g, nullptr));
-        Accumulate(report.results[i], r);
+        Accumulate(results[i], r);
       } else {
         SpeculativeOptions o;
         o.depth = depths[i];
         o.pre_norm_hidden = engine.options().pre_norm_hidden;
         MTPLX_ASSIGN_OR_RETURN(SpeculativeResult r, GenerateSpeculative(model, g, o, nullptr));
-        Accumulate(report.results[i], r.result);
-        SpeculativeStats& s = spec[i];
-        s.depth = depths[i];
-        s.proposed_by_depth.resize(r.speculative.proposed_by_depth.size());
-        s.accepted_by_depth.resize(r.speculative.accepted_by_depth.size());
-        for (size_t k = 0; k < s.proposed_by_depth.size(); ++k) {
-          s.proposed_by_depth[k] += r.speculative.proposed_by_depth[k];
-          s.accepted_by_depth[k] += r.speculative.accepted_by_depth[k];
-        }
-        s.cycles += r.speculative.cycles;
-        s.tokens_per_cycle.resize(r.speculative.tokens_per_cycle.size());
-        for (size_t k = 0; k < s.tokens_per_cycle.size(); ++k)
-          s.tokens_per_cycle[k] += r.speculative.tokens_per_cycle[k];
+        Accumulate(results[i], r.result);
+        AddSpeculativeStats(spec[i], r.speculative);
       }
-      if (progress) progress(++done, total);
+      if (run_done) run_done();
     }
   }
   for (size_t i = 0; i < depths.size(); ++i) {
-    TuneMeasurement& m = report.results[i];
+    TuneMeasurement& m = results[i];
     m.tok_s = m.seconds > 0 ? static_cast<double>(m.tokens) / m.seconds : 0.0;
-    m.speedup = MedianPairedSpeedup(m.prompt_tok_s, report.results.front().prompt_tok_s);
+    m.speedup = MedianPairedSpeedup(m.prompt_tok_s, results.front().prompt_tok_s);
     if (depths[i] > 0) {
       m.acceptance_by_depth = spec[i].AcceptanceByDepth();
       m.tokens_per_cycle = spec[i].MeanTokensPerCycle();
     }
   }
+  return results;
+}
+
+}  // namespace
+
+Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
+                           const std::function<void(int, int)>& progress) {
+  if (!engine.model().has_mtp())
+    return FailedPrecondition("this model has no MTP head: nothing to tune");
+  for (int d : options.depths)
+    if (d < 1 || d > engine.max_depth())
+      return InvalidArgument(StrCat("depth ", d, " is outside 1..", engine.max_depth(),
+                                    " (this pack's mtp_depth_max)"));
+  const std::vector<std::string>& prompts =
+      options.prompts.empty() ? TunePrompts() : options.prompts;
+  const int climb_to = std::min(options.climb_to, engine.max_depth());
+  std::vector<int> depths = options.depths;
+  depths.insert(depths.begin(), 0);
+  int total = static_cast<int>(prompts.size() * depths.size());
+  int done = 0;
+  const auto run_done = [&] {
+    if (progress) progress(++done, total);
+  };
+  TuneReport report;
+  MTPLX_ASSIGN_OR_RETURN(report.results, MeasureRound(engine, depths, prompts, options, run_done));
   report.best_depth = ChooseDepth(report.results, &report.verdict);
+  // Climbing: plain decoding is measured again beside each deeper depth, so the new depth's
+  // ratio is paired within its own round like the others'.
+  for (int next = NextClimbDepth(report.results, report.best_depth, climb_to); next > 0;
+       next = NextClimbDepth(report.results, report.best_depth, climb_to)) {
+    total += static_cast<int>(prompts.size() * 2);
+    MTPLX_ASSIGN_OR_RETURN(std::vector<TuneMeasurement> round,
+                           MeasureRound(engine, {0, next}, prompts, options, run_done));
+    TuneMeasurement& plain = report.results.front();
+    plain.tokens += round.front().tokens;
+    plain.seconds += round.front().seconds;
+    plain.tok_s = plain.seconds > 0 ? static_cast<double>(plain.tokens) / plain.seconds : 0.0;
+    report.results.push_back(std::move(round.back()));
+    report.best_depth = ChooseDepth(report.results, &report.verdict);
+  }
   return report;
 }
 

@@ -3,7 +3,10 @@
 // mode back to back, in reverse order on every other prompt, and a depth is judged by the median
 // over prompts of its speed over plain decoding's on the same prompt: a shared machine's memory
 // rate moves in spells of seconds to minutes, and a spell then shifts one prompt's ratios, not the
-// verdict. A depth is kept only if it beats plain decoding.
+// verdict. A depth is kept only if it beats plain decoding. Past the depths given, the search can
+// climb: while the deepest depth measured is the one kept, the next deeper one is measured (beside
+// plain decoding again, paired the same way), so a model whose acceptance holds deep is not capped
+// at 3 and one whose deep drafts lose costs no extra runs.
 #pragma once
 
 #include <functional>
@@ -17,6 +20,9 @@ namespace mtplx::engine {
 
 struct TuneOptions {
   std::vector<int> depths = {1, 2, 3};
+  // While the deepest depth measured wins, measure the next deeper one, up to this depth (at most
+  // the engine's max_depth()); 0 or no deeper than the depths given: the given depths only.
+  int climb_to = 0;
   int max_tokens = 512;  // generated per prompt and mode (end tokens ignored: fixed lengths)
   uint64_t seed = 0;
   std::vector<std::string> prompts;  // empty: the built-in coding prompts
@@ -39,7 +45,8 @@ struct TuneMeasurement {
 };
 
 struct TuneReport {
-  std::vector<TuneMeasurement> results;  // plain decoding first, then each depth
+  // Plain decoding first (its tok_s over every round), then each depth in the order measured.
+  std::vector<TuneMeasurement> results;
   int best_depth = 0;
   std::string verdict;
 };
@@ -48,7 +55,7 @@ struct TuneReport {
 const std::vector<std::string>& TunePrompts();
 
 // Measures plain decoding and each depth on `engine`'s model (idle: nothing else may run on it).
-// `progress(done, total)` is called after each run.
+// `progress(done, total)` is called after each run; `total` grows when the search climbs.
 Result<TuneReport> RunTune(const Engine& engine, const TuneOptions& options,
                            const std::function<void(int, int)>& progress = nullptr);
 
@@ -75,5 +82,9 @@ double MedianPairedSpeedup(const std::vector<double>& mode_tok_s,
 // deeper depth); a depth whose deepest draft was accepted 5 % of the time or less never wins.
 // Returns 0 when plain decoding wins. `results` must hold plain decoding (depth 0).
 int ChooseDepth(const std::vector<TuneMeasurement>& results, std::string* verdict);
+
+// The depth to climb to next: one past the deepest measured when that depth is `best_depth` and
+// below `climb_to`; 0 when the search stops.
+int NextClimbDepth(const std::vector<TuneMeasurement>& results, int best_depth, int climb_to);
 
 }  // namespace mtplx::engine

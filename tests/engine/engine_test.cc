@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "base/strings.h"
 #include "engine/text_stream.h"
 #include "engine/tune.h"
 #include "support/test_support.h"
@@ -191,16 +192,23 @@ TEST(EngineTest, DraftSamplerFollowsThePackThenTheOptions) {
   fs::remove_all(dir);
 }
 
-// A pack's mtp_depth_max caps every depth: a pinned one (with a notice), the ones adaptive depth
-// tries, and the ones tune measures.
-TEST(EngineTest, ThePacksMtpDepthMaxCapsEveryDepth) {
-  const std::string dir = testing::TrainedModelCopy("mtplx-depth-max", R"({"mtp_depth_max": 2})");
-  ASSERT_FALSE(dir.empty());
+// One thread on a copy of the trained pack whose mtp_depth_max is `depth_max` (an empty
+// model_dir when the copy failed).
+EngineOptions CappedPackOptions(const std::string& name, int depth_max) {
   EngineOptions options;
-  options.model_dir = dir;
+  options.model_dir =
+      testing::TrainedModelCopy(name, StrCat(R"({"mtp_depth_max": )", depth_max, "}"));
   options.load.show_progress = false;
   options.load.threads = 1;
   options.skip_mtp_check = true;
+  return options;
+}
+
+// A pack's mtp_depth_max caps every depth: a pinned one (with a notice), the ones adaptive depth
+// tries, and the ones tune measures.
+TEST(EngineTest, ThePacksMtpDepthMaxCapsEveryDepth) {
+  EngineOptions options = CappedPackOptions("mtplx-depth-max", 2);
+  ASSERT_FALSE(options.model_dir.empty());
   options.depth = 4;
   {
     auto engine = Engine::Open(options);
@@ -226,6 +234,43 @@ TEST(EngineTest, ThePacksMtpDepthMaxCapsEveryDepth) {
   auto tuned = RunTune(**engine, tune, nullptr);
   ASSERT_FALSE(tuned.ok());
   EXPECT_NE(tuned.status().message().find("mtp_depth_max"), std::string::npos);
+}
+
+// Past the depths given, tune measures one deeper depth at a time, each beside plain decoding
+// again, only while the deepest measured depth is the one kept, and never past the pack's ceiling.
+TEST(EngineTest, TuneClimbsOnlyWhileTheDeepestDepthWins) {
+  const EngineOptions options = CappedPackOptions("mtplx-climb", 3);
+  ASSERT_FALSE(options.model_dir.empty());
+  auto engine = Engine::Open(options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  TuneOptions tune;
+  tune.depths = {1};
+  tune.climb_to = 5;  // above the pack's 3: capped
+  tune.max_tokens = 16;
+  tune.prompts = {TunePrompts()[0], TunePrompts()[1]};
+  int calls = 0, last_done = 0, last_total = 0;
+  auto report = RunTune(**engine, tune, [&](int done, int total) {
+    ++calls;
+    last_done = done;
+    last_total = total;
+  });
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const std::vector<TuneMeasurement>& results = report->results;
+  ASSERT_GE(results.size(), 2u);
+  ASSERT_LE(results.size(), 4u);
+  for (size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i].depth, static_cast<int>(i));
+  for (size_t k = 3; k <= results.size(); ++k) {
+    // Depth k-1 was measured because depth k-2 was the winner among the rows before it.
+    const std::vector<TuneMeasurement> before(results.begin(), results.begin() + (k - 1));
+    EXPECT_EQ(ChooseDepth(before, nullptr), static_cast<int>(k) - 2) << "climbed to " << k - 1;
+  }
+  if (results.size() < 4) EXPECT_NE(report->best_depth, results.back().depth);
+  EXPECT_EQ(report->best_depth, ChooseDepth(results, nullptr));
+  const int runs = 2 * 2 + 2 * 2 * (static_cast<int>(results.size()) - 2);
+  EXPECT_EQ(calls, runs);
+  EXPECT_EQ(last_done, runs);
+  EXPECT_EQ(last_total, runs);
+  for (const TuneMeasurement& m : results) EXPECT_GT(m.tok_s, 0.0) << "depth " << m.depth;
 }
 
 TEST(EngineTest, PromptsBeyondTheContextWindowAreRefusedAndMaxTokensClamped) {

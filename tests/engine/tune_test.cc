@@ -57,6 +57,28 @@ TEST(TuneDecisionTest, ACollapsedDepthNeverWins) {
   EXPECT_EQ(ChooseDepth({M(1, 300, {0.9})}, nullptr), 0);  // no plain measurement: no winner
 }
 
+TEST(TuneDecisionTest, TheSearchClimbsWhileTheDeepestDepthWins) {
+  const std::vector<TuneMeasurement> d3_wins = {M(0, 100), M(1, 150, {0.8}), M(2, 180, {0.8, 0.7}),
+                                                M(3, 190, {0.8, 0.7, 0.6})};
+  EXPECT_EQ(NextClimbDepth(d3_wins, ChooseDepth(d3_wins, nullptr), 5), 4);
+  EXPECT_EQ(NextClimbDepth(d3_wins, 3, 3), 0);  // at the ceiling
+  EXPECT_EQ(NextClimbDepth(d3_wins, 3, 0), 0);  // no climbing asked for
+  // D4 measured (in its own round) and a near-tie with D3: it wins, so D5 is next.
+  std::vector<TuneMeasurement> d4_ties = d3_wins;
+  d4_ties.push_back(M(4, 187, {0.8, 0.7, 0.6, 0.5}));
+  EXPECT_EQ(ChooseDepth(d4_ties, nullptr), 4);
+  EXPECT_EQ(NextClimbDepth(d4_ties, 4, 5), 5);
+  // D5 loses: the search stops and D4 stays.
+  d4_ties.push_back(M(5, 170, {0.8, 0.7, 0.6, 0.5, 0.4}));
+  EXPECT_EQ(ChooseDepth(d4_ties, nullptr), 4);
+  EXPECT_EQ(NextClimbDepth(d4_ties, 4, 5), 0);
+  // A shallower winner, or plain decoding, stops it at once.
+  const std::vector<TuneMeasurement> d2_wins = {M(0, 100), M(1, 150, {0.8}), M(2, 180, {0.8, 0.7}),
+                                                M(3, 160, {0.8, 0.7, 0.6})};
+  EXPECT_EQ(NextClimbDepth(d2_wins, ChooseDepth(d2_wins, nullptr), 5), 0);
+  EXPECT_EQ(NextClimbDepth({M(0, 100), M(1, 90, {0.8})}, 0, 5), 0);
+}
+
 TEST(TuneDecisionTest, PairedSpeedupIsTheMedianOfPerPromptRatios) {
   EXPECT_DOUBLE_EQ(MedianPairedSpeedup({150, 200, 120}, {100, 100, 100}), 1.5);
   EXPECT_DOUBLE_EQ(MedianPairedSpeedup({110, 120, 130, 300}, {100, 100, 100, 100}), 1.25);
