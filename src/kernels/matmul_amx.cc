@@ -42,9 +42,12 @@ struct alignas(64) TileConfig {
 // thread failed here (SIGILL at the next tile instruction of a later call).
 constexpr int kGroupsInFlight = 4;
 
-// Below this many activation rows the AVX-512 kernel is as fast or faster (kernels_bench
-// BM_MatMulInCachePanels: at 4-bit AMX wins from 8 rows, at 8-bit from 4).
-constexpr int64_t kFewestTileRows = 8;
+// Below this many activation rows the AVX-512 kernel is as fast or faster. In cache
+// (kernels_bench BM_MatMulInCachePanels) AMX wins from 8 rows at 4 bits and from 4 at 8 bits; in
+// a model whose weights stream from memory (the x8 widened model, 8-bit, 2 threads, Xeon with
+// AMX; verify cost in plain steps, VNNI / AMX) it loses at 4-6 rows (1.17 / 1.27, 1.19 / 1.32,
+// 1.22 / 1.35) and wins from 7 (1.47 / 1.40, 8 rows 1.57 / 1.43).
+constexpr int64_t kFewestTileRows = 7;
 
 MTPLX_AMX void Configure(int rows, int k) {
   TileConfig config;
@@ -150,11 +153,21 @@ MTPLX_AMX void PanelBlock(const Matrix& w, int64_t panel, const PreparedActivati
   for (int m = 0; m < rows; ++m) res[m] = bias_terms[m] = _mm512_setzero_ps();
   const EpilogueInputs epilogue{w, scale_base, steps, sums, groups, rows};
   Configure(rows, k);
+  // A streamed panel's codes are asked for kPanelPrefetchBytes ahead, into L2, a group's lines
+  // at a time (a tile load takes a group's lines at once: there is no load to pace them beside).
+  // Without it the tile loads wait on memory: the x8 widened model's 8-row verify cost 1.82-1.87
+  // plain steps and 16 rows 2.07, with it 1.38-1.39 and 1.76 (8-bit, 2 threads, Xeon with AMX).
+  // Only the first row block streams the panel; later blocks find it in cache.
+  const bool prefetch = w.quant.streamed && row0 == 0;
   for (int64_t g0 = 0; g0 < groups; g0 += kGroupsInFlight) {
     const int n = static_cast<int>(std::min<int64_t>(kGroupsInFlight, groups - g0));
     for (int j = 0; j < n; ++j) {
       const uint8_t* group_codes = codes + (g0 + j) * group_bytes;
       const int8_t* group_x8 = x8 + (g0 + j) * group_size;
+      if (prefetch)
+        for (int64_t line = 0; line < group_bytes; line += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(group_codes) + kPanelPrefetchBytes + line,
+                       _MM_HINT_T1);
       switch (j) {
         case 0:
           MTPLX_AMX_GROUP_DOTS(0, 4, 6);

@@ -260,7 +260,7 @@ TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
         const int64_t rows = 48, cols = group == 32 ? 32 * 9 : 3 * 128, groups = cols / group;
         TestMatrix t = MakePanelled(rows, cols, bits, group, bits * 7 + group);
         t.m.quant.streamed = streamed;
-        for (int64_t m_rows : {1, 2, 3, 4, 5, 9, 16, 17, 40}) {
+        for (int64_t m_rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 40}) {
           const auto x = RandomValues(m_rows * cols, bits + m_rows, 2.0f);
           const int64_t stride = X8Stride(cols);
           std::vector<int8_t> x8(m_rows * stride);
