@@ -264,7 +264,9 @@ TEST(EngineTest, TuneClimbsOnlyWhileTheDeepestDepthWins) {
     const std::vector<TuneMeasurement> before(results.begin(), results.begin() + (k - 1));
     EXPECT_EQ(ChooseDepth(before, nullptr), static_cast<int>(k) - 2) << "climbed to " << k - 1;
   }
-  if (results.size() < 4) EXPECT_NE(report->best_depth, results.back().depth);
+  if (results.size() < 4) {
+    EXPECT_NE(report->best_depth, results.back().depth);
+  }
   EXPECT_EQ(report->best_depth, ChooseDepth(results, nullptr));
   const int runs = 2 * 2 + 2 * 2 * (static_cast<int>(results.size()) - 2);
   EXPECT_EQ(calls, runs);
