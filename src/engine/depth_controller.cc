@@ -7,7 +7,7 @@ namespace {
 
 constexpr int kWarmupCycles = 4;    // at the starting depth, before acceptance is known
 constexpr int kProbeInterval = 16;  // cycles between probes of the next depth
-constexpr double kDecay = 0.97;     // per draft evaluated: a window of about 33 drafts
+constexpr double kDecay = 0.97;     // a window of about 33 drafts (first depth) or cycles
 constexpr double kPriorAcceptance = 0.7;
 constexpr double kPriorWeight = 2.0;  // pseudo-drafts behind the prior
 
@@ -28,8 +28,15 @@ DepthController::DepthController(int max_depth, int start_depth,
 }
 
 double DepthController::acceptance(int depth) const {
-  const int j = depth - 1;
-  return (accepted_[j] + kPriorAcceptance * kPriorWeight) / (proposed_[j] + kPriorWeight);
+  // Shrunk toward the depth before it (the first depth toward a fixed prior): a deeper draft is
+  // seen only when every draft before it was accepted, so its own counts are few, and where they
+  // have faded the depth before it is the best guess of it.
+  double estimate = kPriorAcceptance;
+  for (int d = 1; d <= depth; ++d) {
+    const int j = d - 1;
+    estimate = (accepted_[j] + estimate * kPriorWeight) / (proposed_[j] + kPriorWeight);
+  }
+  return estimate;
 }
 
 double DepthController::odds(int depth) const {
@@ -72,11 +79,19 @@ int DepthController::Next() {
 
 void DepthController::Observe(int depth, int accepted) {
   ++cycles_;
-  // Drafts are evaluated in order until the first rejection. Only the depths evaluated forget a
-  // little: a depth not drafted keeps what was last known of it until a probe.
-  for (int d = 1; d <= depth && d <= accepted + 1; ++d) {
-    proposed_[d - 1] = proposed_[d - 1] * kDecay + 1.0;
-    accepted_[d - 1] = accepted_[d - 1] * kDecay + (d <= accepted ? 1.0 : 0.0);
+  // Drafts are evaluated in order until the first rejection. The first depth forgets a little
+  // per draft it sees: while plain decoding there is nothing new to learn of it, and probes
+  // retry it. Deeper depths forget per cycle, seen or not: one cut short by a stretch of hard
+  // text then drifts back toward the depth before it within a few dozen cycles instead of
+  // staying at its low point until rare probes get past every draft before it.
+  for (int d = 1; d <= max_depth_; ++d) {
+    const bool seen = d <= depth && d <= accepted + 1;
+    if (!seen && d == 1) continue;
+    proposed_[d - 1] *= kDecay;
+    accepted_[d - 1] *= kDecay;
+    if (!seen) continue;
+    proposed_[d - 1] += 1.0;
+    accepted_[d - 1] += d <= accepted ? 1.0 : 0.0;
   }
 }
 

@@ -4,7 +4,9 @@
 // a1 ... ad tokens in expectation and costs T(d) = v(d + 1) + d c plain steps; the controller
 // picks the d in 0..max with the most tokens per step. Depth 0 is plain decoding (one trunk row,
 // no draft), so a run whose drafts stop paying for themselves falls back to plain decoding; every
-// few cycles it retries the next depth so that acceptance that recovers is noticed.
+// few cycles it retries the next depth so that acceptance that recovers is noticed. A deeper
+// depth's estimate leans on the one before it where its own counts have faded, so a stretch of
+// hard text does not leave it at its low point once the text is easy again.
 //
 // The costs are fixed for the run (measured by `mtplx tune`, else estimated from the model's
 // shape), never timed on the fly: the schedule of depths then depends only on the seed and the
