@@ -74,7 +74,7 @@ constexpr int kMaxInt16Adds = 8;
 template <int Bits, int Rows>
 MTPLX_AVX2 inline void Widen(__m256i* lo16, __m256i* hi16, __m256i* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int m = 0; m < Rows; ++m) {
     const __m256i lo = _mm256_madd_epi16(lo16[m], ones), hi = _mm256_madd_epi16(hi16[m], ones);
     acc[m] =
@@ -121,9 +121,9 @@ MTPLX_AVX2 inline void GroupHalfVnni(const uint8_t* wg, int half, const int8_t* 
   constexpr int kColumnsPerStep = Bits == 4 ? 8 : 4;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256i part[kChains][Rows];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int c = 0; c < kChains; ++c)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int m = 0; m < Rows; ++m) part[c][m] = _mm256_setzero_si256();
   // Group sizes are multiples of 32: the steps (4 to 32) divide evenly among the chains.
   for (int64_t s0 = 0; s0 < group_size / kColumnsPerStep; s0 += kChains) {
@@ -137,22 +137,46 @@ MTPLX_AVX2 inline void GroupHalfVnni(const uint8_t* wg, int half, const int8_t* 
         // Low nibbles are columns 8s..8s+3, high nibbles 8s+4..8s+7.
         const __m256i lo = _mm256_and_si256(codes, low4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int m = 0; m < Rows; ++m)
           part[c][m] = DotAdd<D>(DotAdd<D>(part[c][m], lo, Broadcast4(xg[m] + s * 8)), hi,
                                  Broadcast4(xg[m] + s * 8 + 4));
       } else {
         static_assert(Bits == 8);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int m = 0; m < Rows; ++m)
           part[c][m] = DotAdd<D>(part[c][m], codes, Broadcast4(xg[m] + s * 4));
       }
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int m = 0; m < Rows; ++m) {
     acc[m] = part[0][m];
     if constexpr (kChains == 2) acc[m] = _mm256_add_epi32(acc[m], part[1][m]);
+  }
+}
+
+// One step of the nibble products: codes of 8 output rows (their half of the 64-byte step) times
+// each row's activations, split into nibbles so that vpmaddubsw cannot saturate. 4-bit: low
+// nibbles are columns 8s..8s+3, high nibbles 8s+4..8s+7. 8-bit (and the widths spread to bytes
+// by UnpackPanelAvx2): 4 columns, the high nibble weighing 16 (applied when widening).
+template <int Bits, int Rows>
+MTPLX_AVX2 inline void NibbleStep(const uint8_t* wg, int half, const int8_t* const* xg, int64_t s,
+                                  bool prefetch, __m256i* lo16, __m256i* hi16) {
+  static_assert(Bits == 4 || Bits == 8);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const uint8_t* step = wg + s * 64;
+  if (prefetch) PrefetchAhead(step);
+  const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + half * 32));
+  const __m256i lo = _mm256_and_si256(codes, low4);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+  constexpr int kColumns = Bits == 4 ? 8 : 4;
+#pragma GCC unroll 8
+  for (int m = 0; m < Rows; ++m) {
+    const __m256i x_lo = Broadcast4(xg[m] + s * kColumns);
+    const __m256i x_hi = Bits == 4 ? Broadcast4(xg[m] + s * kColumns + 4) : x_lo;
+    lo16[m] = _mm256_add_epi16(lo16[m], _mm256_maddubs_epi16(lo, x_lo));
+    hi16[m] = _mm256_add_epi16(hi16[m], _mm256_maddubs_epi16(hi, x_hi));
   }
 }
 
@@ -165,50 +189,27 @@ MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* cons
     GroupHalfVnni<D, Bits, Rows>(wg, half, xg, group_size, prefetch, acc);
     return;
   }
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256i lo16[Rows], hi16[Rows];
-  int adds = 0;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int m = 0; m < Rows; ++m) lo16[m] = hi16[m] = _mm256_setzero_si256();
-  if constexpr (Bits == 4) {
-    // Step s (8 columns): low nibbles are columns 8s..8s+3, high nibbles 8s+4..8s+7.
-    for (int64_t s = 0; s < group_size / 8; ++s) {
-      if (prefetch) PrefetchAhead(wg + s * 64);
-      const __m256i packed =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + s * 64 + half * 32));
-      const __m256i lo = _mm256_and_si256(packed, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-#pragma GCC unroll 4
-      for (int m = 0; m < Rows; ++m) {
-        lo16[m] = _mm256_add_epi16(lo16[m], _mm256_maddubs_epi16(lo, Broadcast4(xg[m] + s * 8)));
-        hi16[m] =
-            _mm256_add_epi16(hi16[m], _mm256_maddubs_epi16(hi, Broadcast4(xg[m] + s * 8 + 4)));
-      }
-      if (++adds == kMaxInt16Adds) {
-        Widen<Bits, Rows>(lo16, hi16, acc);
-        adds = 0;
-      }
-    }
-  } else {
-    // Step s (4 columns): one byte per code (8-bit, or other widths spread by UnpackPanelAvx2),
-    // split into nibbles.
-    static_assert(Bits == 8);
-    for (int64_t s = 0; s < group_size / 4; ++s) {
-      const uint8_t* step = wg + s * 64;
-      if (prefetch) PrefetchAhead(step);
-      const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + half * 32));
-      const __m256i lo = _mm256_and_si256(codes, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
-#pragma GCC unroll 4
-      for (int m = 0; m < Rows; ++m) {
-        const __m256i x = Broadcast4(xg[m] + s * 4);
-        lo16[m] = _mm256_add_epi16(lo16[m], _mm256_maddubs_epi16(lo, x));
-        hi16[m] = _mm256_add_epi16(hi16[m], _mm256_maddubs_epi16(hi, x));
-      }
-      if (++adds == kMaxInt16Adds) {
-        Widen<Bits, Rows>(lo16, hi16, acc);
-        adds = 0;
-      }
+  // With one or two rows the steps run in unrolled blocks, the int16 sums widened between
+  // blocks: a loop of one step and a counter to test spends as much on its own bookkeeping as on
+  // the products (Zen 3 without AVX-512, x8 model, interleaved `mtplx bench` runs: plain decoding
+  // 45.3 / 46.3 / 44.9 -> 50.8 / 51.0 / 46.2 tok/s). From three rows the products fill the loop
+  // and the unrolled form measured no better. Group sizes are multiples of 32: the 8-bit steps
+  // (4 columns) come in multiples of 8, the 4-bit ones (8 columns) in multiples of 4.
+  constexpr int kBlock = Rows >= 3 ? 1 : Bits == 4 ? 4 : 8;
+  static_assert(kMaxInt16Adds % kBlock == 0);
+  const int64_t steps = group_size / (Bits == 4 ? 8 : 4);
+  int adds = 0;
+  for (int64_t s0 = 0; s0 < steps; s0 += kBlock) {
+#pragma GCC unroll 8
+    for (int k = 0; k < kBlock; ++k)
+      NibbleStep<Bits, Rows>(wg, half, xg, s0 + k, prefetch, lo16, hi16);
+    adds += kBlock;
+    if (adds == kMaxInt16Adds) {
+      Widen<Bits, Rows>(lo16, hi16, acc);
+      adds = 0;
     }
   }
   if (adds > 0) Widen<Bits, Rows>(lo16, hi16, acc);
@@ -223,22 +224,22 @@ MTPLX_AVX2 void PanelRows(const Matrix& w, const PanelSpan& span, const Prepared
   const float* sums = act.group_sums + row0 * groups;
   for (int half = 0; half < 2; ++half) {
     __m256 res[Rows], bias_terms[Rows];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int m = 0; m < Rows; ++m) res[m] = bias_terms[m] = _mm256_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
       const uint8_t* wg = codes + g * group_bytes;
       const int8_t* xg[Rows];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int m = 0; m < Rows; ++m)
         xg[m] = act.x8_columns + (row0 + m) * act.x8_stride + g * group_size;
       __m256i acc[Rows];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int m = 0; m < Rows; ++m) acc[m] = _mm256_setzero_si256();
       GroupHalf<D, Bits, Rows>(wg, half, xg, group_size, prefetch && half == 0, acc);
       const int64_t entry = scale_base + g * 16 + half * 8;
       const __m256 scales = LoadEight(w.quant.scales, entry, w.quant.scale_dtype);
       const __m256 biases = LoadEight(w.quant.biases, entry, w.quant.scale_dtype);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int m = 0; m < Rows; ++m) {
         const __m256 scale = _mm256_mul_ps(scales, _mm256_set1_ps(steps[m * groups + g]));
         res[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[m]), scale, res[m]);
@@ -246,7 +247,7 @@ MTPLX_AVX2 void PanelRows(const Matrix& w, const PanelSpan& span, const Prepared
             _mm256_fmadd_ps(biases, _mm256_set1_ps(sums[m * groups + g]), bias_terms[m]);
       }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int m = 0; m < Rows; ++m)
       _mm256_storeu_ps(y + m * y_stride + half * 8, _mm256_add_ps(res[m], bias_terms[m]));
   }
@@ -312,18 +313,21 @@ MTPLX_AVX2 PanelSpan UnpackPanelAvx2(const Matrix& w, int64_t panel) {
   return {out, kPanelRows * w.quant.group_size, scale_base};
 }
 
+// A depth-4 verify's 5 rows run as one block, not 4 + 1 (the nibble sums of 5 rows fit the 16
+// registers; their int32 sums wait in memory): on the x8 model its verify went from 1.77 / 1.83 /
+// 1.76 to 1.54 / 1.64 / 1.58 plain steps (interleaved `mtplx bench --verify-rows 6` runs).
 template <Dot D, int Bits>
 void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                   int64_t y_stride) {
   if constexpr (Bits != 4 && Bits != 8) {
     // Spread to bytes once a panel, not once a half and row block; the 8-bit steps run on it.
     const PanelSpan unpacked = UnpackPanelAvx2<Bits>(w, panel);
-    ForRowBlocks(act.rows, [&](auto block, int64_t m) {
+    ForRowBlocksUpTo6(act.rows, [&](auto block, int64_t m) {
       PanelRows<D, 8, decltype(block)::value>(w, unpacked, act, m, y + m * y_stride, y_stride,
                                               /*prefetch=*/false);
     });
   } else {
-    ForRowBlocks(act.rows, [&](auto block, int64_t m) {
+    ForRowBlocksUpTo6(act.rows, [&](auto block, int64_t m) {
       PanelRows<D, Bits, decltype(block)::value>(w, PanelAt(w, panel, Bits), act, m,
                                                  y + m * y_stride, y_stride, w.quant.streamed);
     });
