@@ -27,38 +27,48 @@ DepthController::DepthController(int max_depth, int start_depth,
   }
 }
 
-double DepthController::acceptance(int depth) const {
+std::array<double, DepthController::kMaxDepth + 1> DepthController::Acceptances() const {
   // Shrunk toward the depth before it (the first depth toward a fixed prior): a deeper draft is
   // seen only when every draft before it was accepted, so its own counts are few, and where they
   // have faded the depth before it is the best guess of it.
+  std::array<double, kMaxDepth + 1> a{};
   double estimate = kPriorAcceptance;
-  for (int d = 1; d <= depth; ++d) {
+  for (int d = 1; d <= max_depth_; ++d) {
     const int j = d - 1;
     estimate = (accepted_[j] + estimate * kPriorWeight) / (proposed_[j] + kPriorWeight);
+    a[d] = estimate;
   }
-  return estimate;
+  return a;
 }
 
+double DepthController::acceptance(int depth) const { return Acceptances()[depth]; }
+
 double DepthController::odds(int depth) const {
+  const auto a = Acceptances();
   double chain = 1.0;
-  for (int d = 1; d <= depth; ++d) chain *= acceptance(d);
+  for (int d = 1; d <= depth; ++d) chain *= a[d];
   return chain;
 }
 
 double DepthController::expected_tokens(int depth) const {
+  const auto a = Acceptances();
   double expected = 1.0, chain = 1.0;
   for (int d = 1; d <= depth; ++d) {
-    chain *= acceptance(d);
+    chain *= a[d];
     expected += chain;
   }
   return expected;
 }
 
 int DepthController::Best() const {
+  // One pass: E(d) = E(d - 1) + a1 ... ad.
+  const auto a = Acceptances();
   int best = 0;
-  double best_rate = 0.0;
-  for (int d = 0; d <= max_depth_; ++d) {
-    const double rate = expected_tokens(d) / costs_[d];
+  double best_rate = 1.0 / costs_[0], expected = 1.0, chain = 1.0;
+  for (int d = 1; d <= max_depth_; ++d) {
+    chain *= a[d];
+    expected += chain;
+    const double rate = expected / costs_[d];
     if (rate > best_rate) {
       best_rate = rate;
       best = d;
@@ -99,19 +109,43 @@ int PriorBestDepth(int max_depth, const std::vector<double>& cycle_costs) {
   return std::max(1, DepthController(max_depth, 1, cycle_costs).Best());
 }
 
-std::vector<double> EstimateCycleCosts(double draft_bytes_ratio, bool weights_stream,
-                                       int max_depth) {
-  // Streamed weights: a verify of several rows costs a fixed part over a plain step (the second
-  // row's arithmetic and the per-row work outside the matrices) and little per row after that;
-  // each draft costs its bytes. Fitted on the x8 widened model, 2 threads (docs/performance.md):
-  // T(1..4) measured 1.17, 1.24-1.32, 1.30-1.32, 1.33-1.47 against 1.16, 1.26, 1.37, 1.47 here.
-  // In cache every row costs about a third of a step in arithmetic.
-  const double first_row = weights_stream ? 0.06 : 0.3;
-  const double row = weights_stream ? 0.01 : 0.3;
-  const double draft = draft_bytes_ratio * (weights_stream ? 1.0 : 1.2) + 0.01;
+CostRegime CostRegimeOf(bool weights_stream, bool kernel_has_dot_product) {
+  if (!weights_stream) return CostRegime::kCached;
+  return kernel_has_dot_product ? CostRegime::kStreamed : CostRegime::kStreamedArithmetic;
+}
+
+namespace {
+
+struct RowCosts {
+  double first_row;  // the second row of a verify, and the per-row work outside the matrices
+  double row;        // each row after that
+  double draft;      // a draft step per unit of its bytes' share of a step
+};
+
+RowCosts RowCostsOf(CostRegime regime) {
+  switch (regime) {
+    // Fitted on the x8 widened model, 2 threads (docs/performance.md): T(1..4) measured 1.17,
+    // 1.24-1.32, 1.30-1.32, 1.33-1.47 against 1.16, 1.26, 1.37, 1.47 here.
+    case CostRegime::kStreamed:
+      return {0.06, 0.01, 1.0};
+    // AVX2 without VNNI (Zen 3, x8 widened model, 2 threads): v(2..5) measured 1.10-1.14,
+    // 1.19-1.27, 1.30-1.42, 1.49-1.64 against 1.12, 1.25, 1.38, 1.51 here; c 0.075-0.087.
+    case CostRegime::kStreamedArithmetic:
+      return {0.12, 0.13, 1.2};
+    case CostRegime::kCached:
+      return {0.3, 0.3, 1.2};
+  }
+  return {0.3, 0.3, 1.2};
+}
+
+}  // namespace
+
+std::vector<double> EstimateCycleCosts(double draft_bytes_ratio, CostRegime regime, int max_depth) {
+  const RowCosts r = RowCostsOf(regime);
+  const double draft = draft_bytes_ratio * r.draft + 0.01;
   std::vector<double> costs;
   for (int d = 0; d <= max_depth; ++d)
-    costs.push_back(d == 0 ? 1.0 : 1.0 + first_row + (d - 1) * row + d * draft);
+    costs.push_back(d == 0 ? 1.0 : 1.0 + r.first_row + (d - 1) * r.row + d * draft);
   return costs;
 }
 

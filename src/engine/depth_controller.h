@@ -43,6 +43,9 @@ class DepthController {
   int Best() const;
 
  private:
+  // Conditional acceptance of depths 1..max (index 0 unused), all in one pass.
+  std::array<double, kMaxDepth + 1> Acceptances() const;
+
   int max_depth_;
   int current_;
   int64_t cycles_ = 0;
@@ -57,11 +60,20 @@ class DepthController {
 // drafts are worth.
 int PriorBestDepth(int max_depth, const std::vector<double>& cycle_costs);
 
+// Where a step's time goes, which sets what one more verify row costs.
+enum class CostRegime {
+  kStreamed,            // weights stream from memory; the kernel has an int8 dot product
+  kStreamedArithmetic,  // weights stream, but arithmetic without a dot product keeps pace
+  kCached,              // weights sit in cache: arithmetic dominates
+};
+
+// The regime of a model whose decode step reads `weight_bytes`, on this machine's kernels.
+CostRegime CostRegimeOf(bool weights_stream, bool kernel_has_dot_product);
+
 // T(d) for d = 0..max_depth from a model's shape: a verify row beyond the first costs a little
-// of a step when the weights stream from memory (they are read once for all rows) and about a
-// third when they sit in cache (arithmetic dominates); a draft step costs its share of the
-// weight bytes a step reads.
-std::vector<double> EstimateCycleCosts(double draft_bytes_ratio, bool weights_stream,
-                                       int max_depth);
+// of a step when the weights stream and the kernel has a dot product (they are read once for all
+// rows), about an eighth without one, and about a third when they sit in cache; a draft step
+// costs its share of the weight bytes a step reads.
+std::vector<double> EstimateCycleCosts(double draft_bytes_ratio, CostRegime regime, int max_depth);
 
 }  // namespace mtplx::engine

@@ -16,6 +16,7 @@
 #include "io/checkpoint.h"
 #include "io/runtime_contract.h"
 #include "io/tuning_store.h"
+#include "kernels/matmul.h"
 #include "kernels/panels.h"
 
 namespace mtplx::engine {
@@ -130,9 +131,11 @@ void Engine::ChooseMode() {
   cycle_costs_ = options_.cycle_costs;
   if (cycle_costs_.empty()) {
     const double decode = static_cast<double>(std::max<uint64_t>(model_->DecodeWeightBytes(), 1));
+    const CostRegime regime =
+        CostRegimeOf(kernels::WeightsStreamFromMemory(model_->DecodeWeightBytes()),
+                     kernels::QuantKernelHasDotProduct());
     cycle_costs_ = EstimateCycleCosts(static_cast<double>(model_->DraftWeightBytes()) / decode,
-                                      kernels::WeightsStreamFromMemory(model_->DecodeWeightBytes()),
-                                      max_depth_);
+                                      regime, max_depth_);
   }
 }
 

@@ -70,10 +70,11 @@ Status Sequence::Start(const SpeculativeOptions* options) {
     if (request_.sampling.greedy()) draft_params_.temperature = 0.0;
     mtp_ = model_.NewMtpState();
     if (options->adaptive)
-      controller_.emplace(
-          options->depth, options->adaptive_start > 0 ? options->adaptive_start : options->depth,
-          options->cycle_costs.empty() ? EstimateCycleCosts(0.15, true, options->depth)
-                                       : options->cycle_costs);
+      controller_.emplace(options->depth,
+                          options->adaptive_start > 0 ? options->adaptive_start : options->depth,
+                          options->cycle_costs.empty()
+                              ? EstimateCycleCosts(0.15, CostRegime::kStreamed, options->depth)
+                              : options->cycle_costs);
   }
   const int depths = speculative_ ? options_.depth : 0;
   stats_.depth = depths;

@@ -391,6 +391,11 @@ const char* QuantKernelName() {
   }
 }
 
+bool QuantKernelHasDotProduct() {
+  const QuantIsa isa = SelectedIsa();
+  return isa != QuantIsa::kPortable && isa != QuantIsa::kAvx2;
+}
+
 void MatMulReference(const Matrix& w, const float* x, int64_t m_rows, float* y) {
   std::vector<float> row(w.cols);
   for (int64_t n = 0; n < w.rows; ++n) {

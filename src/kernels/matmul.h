@@ -49,6 +49,11 @@ bool PanelKernelAvailable();
 // "portable").
 const char* QuantKernelName();
 
+// True when the int8 kernel multiplies with a dot-product instruction (AMX, VNNI, NEON dotprod).
+// Without one (AVX2's nibble path, portable code) every row of a verify costs real arithmetic,
+// so a verify is no longer nearly free beside the weight stream.
+bool QuantKernelHasDotProduct();
+
 // Plain scalar reference (double accumulation), for tests.
 void MatMulReference(const Matrix& w, const float* x, int64_t m_rows, float* y);
 

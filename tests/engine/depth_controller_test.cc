@@ -129,21 +129,33 @@ TEST(DepthControllerTest, TheScheduleDependsOnlyOnTheAcceptanceSeen) {
 }
 
 TEST(DepthControllerTest, CostEstimatesFollowTheMemoryRegime) {
-  const auto streamed = EstimateCycleCosts(0.1, true, 3);
-  const auto cached = EstimateCycleCosts(0.1, false, 3);
+  const auto streamed = EstimateCycleCosts(0.1, CostRegime::kStreamed, 3);
+  const auto arithmetic = EstimateCycleCosts(0.1, CostRegime::kStreamedArithmetic, 3);
+  const auto cached = EstimateCycleCosts(0.1, CostRegime::kCached, 3);
   ASSERT_EQ(streamed.size(), 4u);
   EXPECT_DOUBLE_EQ(streamed[0], 1.0);
-  EXPECT_LT(streamed[3], cached[3]);
+  EXPECT_DOUBLE_EQ(arithmetic[0], 1.0);
+  EXPECT_LT(streamed[3], arithmetic[3]);
+  EXPECT_LT(arithmetic[3], cached[3]);
   EXPECT_LT(streamed[1], 1.25);
 }
 
+TEST(DepthControllerTest, TheRegimeFollowsTheWeightsAndTheKernel) {
+  EXPECT_EQ(CostRegimeOf(true, true), CostRegime::kStreamed);
+  EXPECT_EQ(CostRegimeOf(true, false), CostRegime::kStreamedArithmetic);
+  EXPECT_EQ(CostRegimeOf(false, true), CostRegime::kCached);
+  EXPECT_EQ(CostRegimeOf(false, false), CostRegime::kCached);
+}
+
 // Without a tuned depth, adapting starts where the prior says drafts pay most: deep when the
-// weights stream (a verify row is nearly free), shallow when the model sits in cache, and never
-// at plain decoding, whose cycles would teach the controller nothing about the drafts.
+// weights stream and a verify row is nearly free, shallower when each row costs arithmetic (an
+// AVX2 host without VNNI), shallow when the model sits in cache, and never at plain decoding,
+// whose cycles would teach the controller nothing about the drafts.
 TEST(DepthControllerTest, StartsAtThePriorsBestDepth) {
-  EXPECT_EQ(PriorBestDepth(4, EstimateCycleCosts(0.1, true, 4)), 4);
-  EXPECT_EQ(PriorBestDepth(2, EstimateCycleCosts(0.1, true, 2)), 2);
-  EXPECT_EQ(PriorBestDepth(4, EstimateCycleCosts(0.3, false, 4)), 1);
+  EXPECT_EQ(PriorBestDepth(4, EstimateCycleCosts(0.1, CostRegime::kStreamed, 4)), 4);
+  EXPECT_EQ(PriorBestDepth(2, EstimateCycleCosts(0.1, CostRegime::kStreamed, 2)), 2);
+  EXPECT_EQ(PriorBestDepth(4, EstimateCycleCosts(0.1, CostRegime::kStreamedArithmetic, 4)), 2);
+  EXPECT_EQ(PriorBestDepth(4, EstimateCycleCosts(0.3, CostRegime::kCached, 4)), 1);
   EXPECT_EQ(PriorBestDepth(4, {1.0, 3.0, 5.0, 7.0, 9.0}), 1);  // drafts never pay
 }
 
