@@ -108,7 +108,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--prompts", type=int, default=5, help="how many prompts of the file")
     ap.add_argument("--prompt-file", default=os.path.join(HERE, "prompts", "heldout_code.jsonl"))
-    ap.add_argument("--samplers", default="T0.6,greedy")
+    ap.add_argument("--samplers", default="T0.6,greedy",
+                    help="comma list of " + ", ".join(SAMPLERS))
     ap.add_argument("--llama-bench")
     ap.add_argument("--gguf")
     ap.add_argument("--llama-server")
@@ -126,6 +127,9 @@ def main():
                 servers[f"llama-D{d}"] = LlamaServer(args, int(d))
     modes = mtplx_modes + list(servers)
     samplers = args.samplers.split(",")
+    unknown = [s for s in samplers if s not in SAMPLERS]
+    if unknown:
+        ap.error(f"--samplers: unknown {', '.join(unknown)} (choose from {', '.join(SAMPLERS)})")
     results = {s: {m: [] for m in modes} for s in samplers}
     ratios = {s: {m: [] for m in modes} for s in samplers}
     llama = []
