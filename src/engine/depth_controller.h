@@ -67,7 +67,8 @@ enum class CostRegime {
   kCached,              // weights sit in cache: arithmetic dominates
 };
 
-// The regime of a model whose decode step reads `weight_bytes`, on this machine's kernels.
+// The regime of a model from whether its decode step streams its weights from memory and whether
+// this machine's int8 kernel has a dot-product instruction.
 CostRegime CostRegimeOf(bool weights_stream, bool kernel_has_dot_product);
 
 // T(d) for d = 0..max_depth from a model's shape: a verify row beyond the first costs a little
