@@ -140,6 +140,17 @@ TEST(DepthControllerTest, CostEstimatesFollowTheMemoryRegime) {
   EXPECT_LT(streamed[1], 1.25);
 }
 
+// On plain AVX2 a verify row costs more once the rows no longer keep their sums in registers
+// (Zen 3, x8 model: v(4..6) 1.30-1.45, 1.49-1.66, 1.86-2.05), so a deeper cycle's price climbs
+// faster; priced linearly, adaptive depth sat at depth 5 where depth 3 paid more.
+TEST(DepthControllerTest, PlainAvx2RowsCostMoreTheMoreThereAre) {
+  const auto costs = EstimateCycleCosts(0.07, CostRegime::kStreamedArithmetic, 5);
+  ASSERT_EQ(costs.size(), 6u);
+  for (int d = 3; d <= 5; ++d) EXPECT_GT(costs[d] - costs[d - 1], costs[d - 1] - costs[d - 2]) << d;
+  // v(6) as measured, beside five draft rounds.
+  EXPECT_NEAR(costs[5] - 5 * (0.07 * 1.2 + 0.01), 1.94, 0.01);
+}
+
 TEST(DepthControllerTest, TheRegimeFollowsTheWeightsAndTheKernel) {
   EXPECT_EQ(CostRegimeOf(true, true), CostRegime::kStreamed);
   EXPECT_EQ(CostRegimeOf(true, false), CostRegime::kStreamedArithmetic);
