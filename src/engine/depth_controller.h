@@ -73,8 +73,8 @@ CostRegime CostRegimeOf(bool weights_stream, bool kernel_has_dot_product);
 
 // T(d) for d = 0..max_depth from a model's shape: a verify row beyond the first costs a little
 // of a step when the weights stream and the kernel has a dot product (they are read once for all
-// rows), about an eighth without one, and about a third when they sit in cache; a draft step
-// costs its share of the weight bytes a step reads.
+// rows), an eighth without one (more for each row beyond the third, as measured), and about a
+// third when they sit in cache; a draft step costs its share of the weight bytes a step reads.
 std::vector<double> EstimateCycleCosts(double draft_bytes_ratio, CostRegime regime, int max_depth);
 
 }  // namespace mtplx::engine
