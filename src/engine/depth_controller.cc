@@ -8,6 +8,9 @@ namespace {
 constexpr int kWarmupCycles = 4;    // at the starting depth, before acceptance is known
 constexpr int kProbeInterval = 16;  // cycles between probes of the next depth
 constexpr double kDecay = 0.97;     // a window of about 33 drafts (first depth) or cycles
+// How a draft's probability maps to its chance of being kept belongs to the model more than to
+// the text of the moment, and ten bins share the counts: a longer window of about 100 drafts.
+constexpr double kProbabilityDecay = 0.99;
 constexpr double kPriorAcceptance = 0.7;
 constexpr double kPriorWeight = 2.0;  // pseudo-drafts behind the prior
 
@@ -103,6 +106,39 @@ void DepthController::Observe(int depth, int accepted) {
     proposed_[d - 1] += 1.0;
     accepted_[d - 1] += d <= accepted ? 1.0 : 0.0;
   }
+}
+
+namespace {
+
+int ProbabilityBin(double draft_probability, int bins) {
+  return std::clamp(static_cast<int>(draft_probability * bins), 0, bins - 1);
+}
+
+}  // namespace
+
+void DepthController::ObserveDraft(double draft_probability, bool kept) {
+  for (int b = 0; b < kProbabilityBins; ++b) {
+    bin_seen_[b] *= kProbabilityDecay;
+    bin_kept_[b] *= kProbabilityDecay;
+  }
+  const int b = ProbabilityBin(draft_probability, kProbabilityBins);
+  bin_seen_[b] += 1.0;
+  bin_kept_[b] += kept ? 1.0 : 0.0;
+}
+
+double DepthController::DraftKeepChance(double draft_probability) const {
+  // Shrunk toward the first depth's acceptance where this bin has few counts.
+  const int b = ProbabilityBin(draft_probability, kProbabilityBins);
+  return (bin_kept_[b] + acceptance(1) * kPriorWeight) / (bin_seen_[b] + kPriorWeight);
+}
+
+bool DepthController::WorthAnotherDraft(int drafted, double chain) const {
+  if (drafted < 1 || drafted >= max_depth_) return false;
+  // The rate a cycle of the current depth yields: tokens per step of cost.
+  const int depth = std::max(current_, 1);
+  const double rate = expected_tokens(depth) / costs_[depth];
+  const double gain = chain * acceptance(drafted + 1);
+  return gain >= rate * (costs_[drafted + 1] - costs_[drafted]);
 }
 
 int PriorBestDepth(int max_depth, const std::vector<double>& cycle_costs) {

@@ -33,6 +33,22 @@ class DepthController {
   // A finished cycle: its depth and how many of its drafts were accepted (0..depth).
   void Observe(int depth, int accepted);
 
+  // Within a cycle, a sampled draft's own probability under the draft distribution says how
+  // likely the verify is to keep it (a draft the head was unsure of is rejected more often), so
+  // the depth the cycle started with can end early: after each draft, one more is worth its
+  // cost only if the chance that it and every draft before it survive, times the tokens a step
+  // of cost yields now, covers what the extra draft and verify row cost. The drafts alone decide
+  // where a cycle stops, never the target, so the output still follows the target exactly.
+  //
+  // A verified draft of this probability under its draft distribution: kept or not.
+  void ObserveDraft(double draft_probability, bool kept);
+  // The estimated chance that the verify keeps a draft of this probability, once every draft
+  // before it was kept.
+  double DraftKeepChance(double draft_probability) const;
+  // Whether a cycle that has drafted `drafted` drafts, all kept with chance `chain`, should
+  // draft one more.
+  bool WorthAnotherDraft(int drafted, double chain) const;
+
   // Estimates, for tests and reports.
   double acceptance(int depth) const;       // conditional, depth 1..max
   double expected_tokens(int depth) const;  // E(d)
@@ -52,6 +68,9 @@ class DepthController {
   int64_t since_probe_ = 0;
   // Decayed counts per depth (index d - 1).
   std::array<double, kMaxDepth> proposed_{}, accepted_{};
+  // Decayed counts of verified drafts by their draft probability, in tenths.
+  static constexpr int kProbabilityBins = 10;
+  std::array<double, kProbabilityBins> bin_seen_{}, bin_kept_{};
   std::array<double, kMaxDepth + 1> costs_{};
 };
 

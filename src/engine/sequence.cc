@@ -177,11 +177,16 @@ void Sequence::BeginCycle() {
   cycle_open_ = true;
   drafts_.clear();
   q_.clear();
+  draft_probabilities_.clear();
   depth_ = 0;
   if (!speculative_) return;
   const int remaining = request_.max_tokens - static_cast<int>(result_.tokens.size());
   const int64_t room = model_.config().max_position_embeddings - trunk_->position() - 1;
   depth_ = controller_ ? controller_->Next() : options_.depth;
+  // Sampled drafts end a cycle early when they leave one more not worth its cost
+  // (WantsAnotherDraft), so the cycle starts one deeper than the controller's choice and the
+  // drafts' own probabilities decide whether the extra draft runs.
+  if (DraftsCanStopEarly() && depth_ > 0) depth_ = std::min(depth_ + 1, options_.depth);
   depth_ = static_cast<int>(std::min<int64_t>({depth_, std::max(remaining, 0), room}));
   // The pair of this cycle's primary; a plain step (depth 0) only queues it, and the head
   // catches up when drafting resumes.
@@ -207,6 +212,24 @@ PlanSlot Sequence::Slot() const {
   slot.expected_tokens = c.expected_tokens(slot.depth);
   slot.last_draft_odds = slot.depth > 0 ? c.odds(slot.depth) : 0.0;
   return slot;
+}
+
+// Adaptive depth with sampled drafts (a pinned depth is the user's; a greedy draft has no
+// probability of its own).
+bool Sequence::DraftsCanStopEarly() const {
+  return controller_ && !draft_params_.greedy() && !options_.proposer;
+}
+
+// Whether the drafts so far leave one more worth its cost (DepthController::WorthAnotherDraft).
+bool Sequence::WantsAnotherDraft() const {
+  const int drafted = static_cast<int>(drafts_.size());
+  if (!DraftsCanStopEarly() || drafted == 0 ||
+      static_cast<int>(draft_probabilities_.size()) != drafted)
+    return true;
+  double chain = 1.0;
+  for (double probability : draft_probabilities_)
+    chain *= controller_->DraftKeepChance(probability);
+  return controller_->WorthAnotherDraft(drafted, chain);
 }
 
 bool Sequence::WantsMtp(int round) const {
@@ -251,6 +274,7 @@ void Sequence::TakeDraft(int index) {
   Constrain(mtp_out_.logits.data(), mtp_out_.vocab);  // the draft head may cover fewer ids
   const std::span<const float> logits(mtp_out_.logits.data(), mtp_out_.vocab);
   int32_t draft = 0;
+  double draft_probability = -1.0;  // known for sampled drafts only
   sample::SparseDistribution q;
   if (options_.proposer) {
     std::vector<int32_t> emitted = result_.tokens;
@@ -267,6 +291,7 @@ void Sequence::TakeDraft(int index) {
     const std::span<const int32_t> counts(counts_.data(), logits.size());
     q = sample::Shape(logits, draft_params_, counts);
     draft = sample::SampleFrom(q, rng_.Uniform());
+    draft_probability = sample::Probability(q, draft);
   }
   if (constraint_ && !constraint_->Accept(draft)) {  // a test proposer's draft off the grammar
     depth_ = static_cast<int>(drafts_.size());
@@ -274,6 +299,7 @@ void Sequence::TakeDraft(int index) {
   }
   drafts_.push_back(draft);
   q_.push_back(std::move(q));
+  if (draft_probability >= 0.0) draft_probabilities_.push_back(draft_probability);
   ++counts_[draft];
   // A draft that completes the document: nothing may follow it, so drafting stops there.
   if (constraint_ && constraint_->Done()) depth_ = static_cast<int>(drafts_.size());
@@ -283,6 +309,7 @@ Status Sequence::AfterMtp(int round, double seconds) {
   if (prefilling()) return Status::Ok();  // history fed
   stats_.draft_seconds += seconds;
   TakeDraft(round);
+  if (round + 1 < depth_ && !WantsAnotherDraft()) depth_ = round + 1;
   if (round + 1 < depth_) return Status::Ok();
   for (int32_t d : drafts_) --counts_[d];                  // only committed tokens count
   if (constraint_) constraint_->Rollback(drafts_.size());  // the verify decides
@@ -365,7 +392,10 @@ int Sequence::Accept() {
       break;
     }
     const SparseDistribution p = TargetDistribution(row);
-    if (sample::AcceptDraft(p, q_[i], drafts_[i], rng_.Uniform())) {
+    const bool kept = sample::AcceptDraft(p, q_[i], drafts_[i], rng_.Uniform());
+    if (controller_ && i < static_cast<int>(draft_probabilities_.size()))
+      controller_->ObserveDraft(draft_probabilities_[i], kept);
+    if (kept) {
       ++accepted;
       ++stats_.accepted_by_depth[i + 1];
       if (!Emit(drafts_[i], row)) break;

@@ -92,6 +92,8 @@ class Sequence {
   void AddMtpPair(const float* hidden, int32_t token);
   Status AfterPrefillChunk(double seconds);
   void TakeDraft(int index);
+  bool DraftsCanStopEarly() const;
+  bool WantsAnotherDraft() const;
   int Accept();
   Status Commit(int accepted);
   Status IngestQueuedPairs();
@@ -136,6 +138,7 @@ class Sequence {
   int64_t committed_mtp_ = 0;
   std::vector<int32_t> drafts_;
   std::vector<sample::SparseDistribution> q_;
+  std::vector<double> draft_probabilities_;  // of each sampled draft under its q
   // MTP history still to feed: hidden rows and the token that followed each.
   std::vector<float> pair_hidden_;
   std::vector<int32_t> pair_tokens_;

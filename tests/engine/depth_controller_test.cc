@@ -170,5 +170,43 @@ TEST(DepthControllerTest, StartsAtThePriorsBestDepth) {
   EXPECT_EQ(PriorBestDepth(4, {1.0, 3.0, 5.0, 7.0, 9.0}), 1);  // drafts never pay
 }
 
+// Sampled drafts the head was sure of are kept more often than ones it was not: the controller
+// learns the chance of each from the verifies it sees, and where a probability has no counts
+// yet the first depth's acceptance stands in.
+TEST(DepthControllerTest, LearnsHowOftenDraftsOfEachProbabilityAreKept) {
+  DepthController c(4, 2, EstimateCycleCosts(0.08, CostRegime::kStreamedArithmetic, 4));
+  EXPECT_NEAR(c.DraftKeepChance(0.05), c.acceptance(1), 1e-12);
+  SplitMix64 rng(3);
+  for (int i = 0; i < 400; ++i) {
+    const double p = static_cast<double>(rng.Next() % 1000) / 1000;
+    // Kept with chance 0.4 + 0.6 p, the shape the x8 model shows at T 0.6.
+    c.ObserveDraft(p, static_cast<double>(rng.Next() % 1000) / 1000 < 0.4 + 0.6 * p);
+  }
+  EXPECT_LT(c.DraftKeepChance(0.05), 0.65);
+  EXPECT_GT(c.DraftKeepChance(0.97), 0.85);
+  EXPECT_LT(c.DraftKeepChance(0.05), c.DraftKeepChance(0.55));
+  EXPECT_LT(c.DraftKeepChance(0.55), c.DraftKeepChance(0.97));
+}
+
+// A cycle stops drafting once the chance that one more draft survives no longer pays for the
+// draft and the verify row it adds, at the rate a step yields now; it never drafts past the
+// most the controller allows.
+TEST(DepthControllerTest, DraftsOneMoreOnlyWhenItPays) {
+  DepthController c(4, 3, EstimateCycleCosts(0.08, CostRegime::kStreamedArithmetic, 4));
+  for (int i = 0; i < 200; ++i) c.Observe(3, 3);  // everything kept so far
+  ASSERT_EQ(c.Next(), c.Best());                  // the rate below is the best depth's
+  EXPECT_TRUE(c.WorthAnotherDraft(1, 0.95));
+  EXPECT_TRUE(c.WorthAnotherDraft(2, 0.9));
+  EXPECT_FALSE(c.WorthAnotherDraft(1, 0.1));
+  EXPECT_FALSE(c.WorthAnotherDraft(2, 0.05));
+  EXPECT_FALSE(c.WorthAnotherDraft(4, 1.0));  // the deepest depth
+  EXPECT_FALSE(c.WorthAnotherDraft(0, 1.0));  // a cycle starts with its first draft
+  // The bar is the cost of one more draft at today's rate: the more a row costs, the higher.
+  const double rate = c.expected_tokens(c.Best()) / c.cycle_cost(c.Best());
+  const double bar2 = rate * (c.cycle_cost(2) - c.cycle_cost(1)) / c.acceptance(2);
+  EXPECT_TRUE(c.WorthAnotherDraft(1, bar2 * 1.01));
+  EXPECT_FALSE(c.WorthAnotherDraft(1, bar2 * 0.99));
+}
+
 }  // namespace
 }  // namespace mtplx::engine

@@ -18,7 +18,8 @@ TEST(DistributionTest, SpeculativeMatchesPlainJointDistribution) {
 
 // On the trained model the MTP head drafts inside p's support and its sampled q really matters
 // (acceptance min(1, p/q), residual (p - q)+): the errors a random synthetic head cannot reveal.
-// Depth 2, drafts from the 4-bit draft head, a code prompt.
+// Depth 2, drafts from the 4-bit draft head, a code prompt; and adaptive depth, where a cycle's
+// own drafts decide whether its second draft runs (three tokens leave room for two).
 TEST(DistributionTest, TrainedModelSampledDraftsMatchPlain) {
   const std::string dir = testing::TrainedModelDir();
   if (!std::filesystem::exists(dir + "/config.json")) GTEST_SKIP() << "no trained model";
@@ -28,7 +29,11 @@ TEST(DistributionTest, TrainedModelSampledDraftsMatchPlain) {
   setup.model_dir = dir;
   setup.prompt = tokenizer->Encode("import os\nimport sys\n\n\ndef main():\n    ", false);
   setup.draft_head_bits = 4;
-  CheckScenarios(2000, {{"trained mtp-head", 2, false, 3}}, setup);
+  CheckScenarios(
+      2000,
+      {{"trained mtp-head", 2, false, 3},
+       {"trained mtp-head adaptive", 3, false, 3, /*penalties=*/false, /*adaptive=*/true}},
+      setup);
 }
 
 }  // namespace
