@@ -142,10 +142,11 @@ inline Samples RunSpeculative(const model::Model& m, const ModelUnderTest& setup
   SpeculativeOptions options;
   options.depth = depth;
   if (adaptive) {
-    // Verify rows priced as on plain AVX2, where a cycle's sampled drafts often stop it early:
-    // where it stops then depends on the drafts drawn, which must not bend the output.
+    // Rows priced as on plain AVX2 and a draft step as dear as this small model's, so that a
+    // fresh controller drafts a second draft after a sure first one and stops after an unsure
+    // one: where a cycle stops then depends on the drafts drawn, which must not bend the output.
     options.adaptive = true;
-    options.cycle_costs = EstimateCycleCosts(0.08, CostRegime::kStreamedArithmetic, depth);
+    options.cycle_costs = EstimateCycleCosts(0.3, CostRegime::kStreamedArithmetic, depth);
   }
   if (oracle) {
     options.proposer = [&](const std::vector<int32_t>& emitted, int, int32_t) {
