@@ -33,14 +33,15 @@ class DepthController {
   // A finished cycle: its depth and how many of its drafts were accepted (0..depth).
   void Observe(int depth, int accepted);
 
-  // Within a cycle, a sampled draft's own probability under the draft distribution says how
-  // likely the verify is to keep it (a draft the head was unsure of is rejected more often), so
-  // the depth the cycle started with can end early: after each draft, one more is worth its
-  // cost only if the chance that it and every draft before it survive, times the tokens a step
-  // of cost yields now, covers what the extra draft and verify row cost. The drafts alone decide
-  // where a cycle stops, never the target, so the output still follows the target exactly.
+  // Within a cycle, how sure the head was of a draft (a sampled draft's probability under the
+  // draft distribution, a greedy draft's softmax maximum) says how likely the verify is to keep
+  // it (a draft the head was unsure of is rejected more often), so the depth the cycle started
+  // with can end early: after each draft, one more is worth its cost only if the chance that it
+  // and every draft before it survive, times the tokens a step of cost yields now, covers what
+  // the extra draft and verify row cost. The drafts alone decide where a cycle stops, never the
+  // target, so the output still follows the target exactly.
   //
-  // A verified draft of this probability under its draft distribution: kept or not.
+  // A verified draft of this probability: kept or not.
   void ObserveDraft(double draft_probability, bool kept);
   // The estimated chance that the verify keeps a draft of this probability, once every draft
   // before it was kept.

@@ -214,11 +214,10 @@ PlanSlot Sequence::Slot() const {
   return slot;
 }
 
-// Adaptive depth with sampled drafts (a pinned depth is the user's; a greedy draft has no
-// probability of its own).
-bool Sequence::DraftsCanStopEarly() const {
-  return controller_ && !draft_params_.greedy() && !options_.proposer;
-}
+// Adaptive depth with the head's own drafts (a pinned depth is the user's; a proposer's draft has
+// no probability). A sampled draft's confidence is its probability under q, a greedy draft's the
+// head's softmax maximum.
+bool Sequence::DraftsCanStopEarly() const { return controller_ && !options_.proposer; }
 
 // Whether the drafts so far leave one more worth its cost (DepthController::WorthAnotherDraft).
 bool Sequence::WantsAnotherDraft() const {
@@ -230,6 +229,12 @@ bool Sequence::WantsAnotherDraft() const {
   for (double probability : draft_probabilities_)
     chain *= controller_->DraftKeepChance(probability);
   return controller_->WorthAnotherDraft(drafted, chain);
+}
+
+// Teaches the controller how often drafts as sure as draft i are kept.
+void Sequence::ObserveDraft(int i, bool kept) {
+  if (controller_ && i < static_cast<int>(draft_probabilities_.size()))
+    controller_->ObserveDraft(draft_probabilities_[i], kept);
 }
 
 bool Sequence::WantsMtp(int round) const {
@@ -274,7 +279,7 @@ void Sequence::TakeDraft(int index) {
   Constrain(mtp_out_.logits.data(), mtp_out_.vocab);  // the draft head may cover fewer ids
   const std::span<const float> logits(mtp_out_.logits.data(), mtp_out_.vocab);
   int32_t draft = 0;
-  double draft_probability = -1.0;  // known for sampled drafts only
+  double draft_probability = -1.0;  // none for a proposer's drafts
   sample::SparseDistribution q;
   if (options_.proposer) {
     std::vector<int32_t> emitted = result_.tokens;
@@ -284,6 +289,8 @@ void Sequence::TakeDraft(int index) {
   } else if (draft_params_.greedy()) {
     draft = sample::Argmax(logits);
     q = sample::PointMass(draft);
+    // q is a point mass, but how sure the head was still predicts the verify.
+    draft_probability = sample::TopProbability(logits);
   } else {
     // Penalised like the target would be at that position (the drafts so far count as
     // generated): q then tracks p closely. Any q keeps the output exact; this one is accepted
@@ -381,6 +388,7 @@ int Sequence::Accept() {
     const float* row = target.logits.data() + i * vocab_;
     if (request_.sampling.greedy()) {
       const int32_t best = sample::Argmax(std::span<const float>(row, vocab_));
+      ObserveDraft(i, drafts_[i] == best);
       if (drafts_[i] == best) {
         ++accepted;
         ++stats_.accepted_by_depth[i + 1];
@@ -393,8 +401,7 @@ int Sequence::Accept() {
     }
     const SparseDistribution p = TargetDistribution(row);
     const bool kept = sample::AcceptDraft(p, q_[i], drafts_[i], rng_.Uniform());
-    if (controller_ && i < static_cast<int>(draft_probabilities_.size()))
-      controller_->ObserveDraft(draft_probabilities_[i], kept);
+    ObserveDraft(i, kept);
     if (kept) {
       ++accepted;
       ++stats_.accepted_by_depth[i + 1];

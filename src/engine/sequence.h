@@ -94,6 +94,7 @@ class Sequence {
   void TakeDraft(int index);
   bool DraftsCanStopEarly() const;
   bool WantsAnotherDraft() const;
+  void ObserveDraft(int i, bool kept);
   int Accept();
   Status Commit(int accepted);
   Status IngestQueuedPairs();
@@ -138,7 +139,7 @@ class Sequence {
   int64_t committed_mtp_ = 0;
   std::vector<int32_t> drafts_;
   std::vector<sample::SparseDistribution> q_;
-  std::vector<double> draft_probabilities_;  // of each sampled draft under its q
+  std::vector<double> draft_probabilities_;  // how sure the head was of each draft
   // MTP history still to feed: hidden rows and the token that followed each.
   std::vector<float> pair_hidden_;
   std::vector<int32_t> pair_tokens_;

@@ -289,6 +289,27 @@ TEST(SamplerTest, PenalisedShapeAtALargeVocabularyMatchesADoubleReference) {
 // ---------------------------------------------------------------------------------------------
 // Greedy
 
+// How sure a greedy draft is: softmax at temperature 1, checked against a double reference on odd
+// sizes, with masked (-inf) entries and the degenerate inputs.
+TEST(SamplerTest, TopProbabilityIsTheSoftmaxMaximum) {
+  SplitMix64 gen(17);
+  for (int n : {1, 7, 33, 1001, 8191}) {
+    std::vector<float> logits(n);
+    for (float& l : logits) l = static_cast<float>(gen.Uniform(-6.0, 6.0));
+    if (n > 7) logits[3] = -std::numeric_limits<float>::infinity();
+    const float max = *std::max_element(logits.begin(), logits.end());
+    double total = 0.0;
+    for (float l : logits) total += std::exp(static_cast<double>(l) - max);
+    EXPECT_NEAR(TopProbability(logits), 1.0 / total, 1e-6 / total) << n;
+  }
+  EXPECT_NEAR(TopProbability(std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f}), 0.25, 1e-7);
+  EXPECT_NEAR(TopProbability(std::vector<float>{100.0f, 0.0f}), 1.0, 1e-12);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(TopProbability(std::vector<float>{}), 1.0);
+  EXPECT_EQ(TopProbability(std::vector<float>{-inf, -inf}), 1.0);
+  EXPECT_EQ(TopProbability(std::vector<float>{inf, 0.0f}), 1.0);
+}
+
 TEST(SamplerTest, GreedyIsTheFirstArgmax) {
   EXPECT_EQ(Argmax(std::vector<float>{1.0f, 3.0f, 2.0f, 3.0f}), 1);
   EXPECT_EQ(Argmax(std::vector<float>{5.0f, 5.0f}), 0);
