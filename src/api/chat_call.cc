@@ -337,6 +337,7 @@ Json StatsJson(const engine::Completion& done) {
     stats["verify_calls"] = p.verify_calls;
     stats["bonus_tokens"] = p.bonus_tokens;
     stats["correction_tokens"] = p.corrections;
+    stats["early_stops"] = p.early_stops;
   }
   return stats;
 }

@@ -234,6 +234,7 @@ nlohmann::json TurnStatsJson(const Turn& turn, const model::Model& model) {
   out["verify_calls"] = p.verify_calls;
   out["bonus_tokens"] = p.bonus_tokens;
   out["corrections"] = p.corrections;
+  out["early_stops"] = p.early_stops;
   out["time_s"] = {{"draft", p.draft_seconds},
                    {"verify", p.verify_seconds},
                    {"accept", p.accept_seconds},

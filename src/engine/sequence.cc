@@ -316,7 +316,10 @@ Status Sequence::AfterMtp(int round, double seconds) {
   if (prefilling()) return Status::Ok();  // history fed
   stats_.draft_seconds += seconds;
   TakeDraft(round);
-  if (round + 1 < depth_ && !WantsAnotherDraft()) depth_ = round + 1;
+  if (round + 1 < depth_ && !WantsAnotherDraft()) {
+    depth_ = round + 1;
+    ++stats_.early_stops;
+  }
   if (round + 1 < depth_) return Status::Ok();
   for (int32_t d : drafts_) --counts_[d];                  // only committed tokens count
   if (constraint_) constraint_->Rollback(drafts_.size());  // the verify decides

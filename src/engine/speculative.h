@@ -46,6 +46,7 @@ struct SpeculativeStats {
   int64_t verify_calls = 0;
   int64_t bonus_tokens = 0;
   int64_t corrections = 0;
+  int64_t early_stops = 0;  // cycles whose drafts stopped short of the depth they started with
   std::vector<int64_t> proposed_by_depth;  // drafts evaluated at depth d (all before accepted)
   std::vector<int64_t> accepted_by_depth;
   std::vector<int64_t> tokens_per_cycle;  // histogram: [n] = cycles that committed n tokens
