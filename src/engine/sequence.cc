@@ -290,7 +290,7 @@ void Sequence::TakeDraft(int index) {
     draft = sample::Argmax(logits);
     q = sample::PointMass(draft);
     // q is a point mass, but how sure the head was still predicts the verify.
-    if (DraftsCanStopEarly()) draft_probability = sample::TopProbability(logits);
+    if (DraftsCanStopEarly()) draft_probability = sample::TopProbability(logits, logits[draft]);
   } else {
     // Penalised like the target would be at that position (the drafts so far count as
     // generated): q then tracks p closely. Any q keeps the output exact; this one is accepted

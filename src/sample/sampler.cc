@@ -32,8 +32,12 @@ int32_t Argmax(std::span<const float> logits) {
 double TopProbability(std::span<const float> logits) {
   const int64_t n = static_cast<int64_t>(logits.size());
   if (n == 0) return 1.0;
-  const float max = kernels::MaxF32(logits.data(), n);
-  if (!(max > -std::numeric_limits<float>::infinity()) || std::isinf(max)) return 1.0;
+  return TopProbability(logits, kernels::MaxF32(logits.data(), n));
+}
+
+double TopProbability(std::span<const float> logits, float max) {
+  const int64_t n = static_cast<int64_t>(logits.size());
+  if (n == 0 || !std::isfinite(max)) return 1.0;  // empty, all -inf, +inf or NaN
   // The maximum contributes exp(0) = 1, so the sum is at least 1 and the result at most 1.
   return 1.0 / kernels::SumExpScaledF32(logits.data(), n, 1.0f, max);
 }

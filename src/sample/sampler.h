@@ -42,6 +42,9 @@ int32_t Argmax(std::span<const float> logits);
 // The probability of the most likely id under softmax(logits) at temperature 1: how sure a greedy
 // choice is (1 for an empty or degenerate input).
 double TopProbability(std::span<const float> logits);
+// The same when the caller already has the maximum of `logits` (e.g. the value at Argmax): saves
+// one pass over the vocabulary.
+double TopProbability(std::span<const float> logits, float max);
 
 // `counts` (optional, vocab-sized) holds how often each token appeared in the completion so far,
 // for the OpenAI presence / frequency penalties.

@@ -301,6 +301,8 @@ TEST(SamplerTest, TopProbabilityIsTheSoftmaxMaximum) {
     double total = 0.0;
     for (float l : logits) total += std::exp(static_cast<double>(l) - max);
     EXPECT_NEAR(TopProbability(logits), 1.0 / total, 1e-6 / total) << n;
+    // Given the value at the argmax (as a greedy draft does), the same number without a scan.
+    EXPECT_EQ(TopProbability(logits, logits[Argmax(logits)]), TopProbability(logits)) << n;
   }
   EXPECT_NEAR(TopProbability(std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f}), 0.25, 1e-7);
   EXPECT_NEAR(TopProbability(std::vector<float>{100.0f, 0.0f}), 1.0, 1e-12);
@@ -308,6 +310,8 @@ TEST(SamplerTest, TopProbabilityIsTheSoftmaxMaximum) {
   EXPECT_EQ(TopProbability(std::vector<float>{}), 1.0);
   EXPECT_EQ(TopProbability(std::vector<float>{-inf, -inf}), 1.0);
   EXPECT_EQ(TopProbability(std::vector<float>{inf, 0.0f}), 1.0);
+  EXPECT_EQ(TopProbability(std::vector<float>{1.0f, 0.0f}, std::nanf("")), 1.0);
+  EXPECT_EQ(TopProbability(std::vector<float>{-inf, -inf}, -inf), 1.0);
 }
 
 TEST(SamplerTest, GreedyIsTheFirstArgmax) {
