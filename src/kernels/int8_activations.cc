@@ -33,4 +33,15 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_s
   QuantizeActivationsPortable(x, rows, cols, group_size, x8, steps);
 }
 
+void SumX8Groups(const int8_t* x8, int64_t rows, int64_t cols, int group_size, int32_t* sums) {
+  const int64_t groups = cols / group_size, stride = X8Stride(cols);
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int8_t* column = x8 + m * stride + g * group_size;
+      int32_t sum = 0;
+      for (int64_t k = 0; k < group_size; ++k) sum += column[k];
+      sums[m * groups + g] = sum;
+    }
+}
+
 }  // namespace mtplx::kernels

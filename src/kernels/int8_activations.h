@@ -17,6 +17,9 @@ struct PreparedActivations {
   const int8_t* x8_columns = nullptr;  // [rows, x8_stride]
   int64_t x8_stride = 0;
   const float* steps = nullptr;  // [rows, groups]
+  // [rows, groups]: sum of x8 over each group (the AVX2 8-bit kernel multiplies codes - 128 and
+  // adds 128 times this back).
+  const int32_t* x8_sums = nullptr;
 };
 
 // Quantizes `rows` activation rows to int8 per group: step = max|x| / 127, x8 = round-to-nearest-
@@ -28,6 +31,8 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t cols, int group_s
 // The plain scalar twin (what QuantizeActivations runs on CPUs without the AVX-512 kernels).
 void QuantizeActivationsPortable(const float* x, int64_t rows, int64_t cols, int group_size,
                                  int8_t* x8, float* steps);
+// Sums of the quantized activations over each group: sums holds rows * cols / group_size.
+void SumX8Groups(const int8_t* x8, int64_t rows, int64_t cols, int group_size, int32_t* sums);
 inline int64_t X8Stride(int64_t cols) { return (cols + 63) / 64 * 64; }
 
 }  // namespace mtplx::kernels

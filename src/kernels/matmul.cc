@@ -174,11 +174,15 @@ struct PreparedInput {
     steps.resize(m_rows * groups);
     x8_columns.resize(m_rows * act.x8_stride);
     QuantizeActivations(x, m_rows, cols, group_size, x8_columns.data(), steps.data());
+    x8_sums.resize(m_rows * groups);
+    SumX8Groups(x8_columns.data(), m_rows, cols, group_size, x8_sums.data());
     act.x8_columns = x8_columns.data();
     act.steps = steps.data();
+    act.x8_sums = x8_sums.data();
   }
   std::vector<float> sums, steps;
   std::vector<int8_t> x8_columns;
+  std::vector<int32_t> x8_sums;
   PreparedActivations act;
 };
 
@@ -211,7 +215,7 @@ PanelRangeKernel PanelKernel() {
     case QuantIsa::kAvx512Vnni256:
       return EachPanel<avx2::PanelInt8<avx2::Dot::kAvx512Vnni>>;
     default:
-      return EachPanel<avx2::PanelInt8<avx2::Dot::kNibbles>>;
+      return EachPanel<avx2::PanelInt8<avx2::Dot::kMaddubs>>;
   }
 }
 

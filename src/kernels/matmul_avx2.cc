@@ -37,7 +37,7 @@ bool HasAvxVnni() {
 bool Supported(Dot dot) {
   if (!Supported()) return false;
   switch (dot) {
-    case Dot::kNibbles:
+    case Dot::kMaddubs:
       return true;
     case Dot::kAvxVnni:
       return HasAvxVnni();
@@ -69,16 +69,15 @@ MTPLX_AVX2 inline __m256i Broadcast4(const int8_t* x) {
 // widened after at most 8 additions (30,480 < 32,767).
 constexpr int kMaxInt16Adds = 8;
 
-// Adds the int16 partial sums to the int32 dot products and clears them. For 8-bit (and the
-// unpacked widths) the high nibble weighs 16; for 4-bit both nibbles are whole columns.
-template <int Bits, int Rows>
+// Adds the int16 partial sums of the 4-bit nibble products to the int32 dot products and clears
+// them.
+template <int Rows>
 MTPLX_AVX2 inline void Widen(__m256i* lo16, __m256i* hi16, __m256i* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
   for (int m = 0; m < Rows; ++m) {
     const __m256i lo = _mm256_madd_epi16(lo16[m], ones), hi = _mm256_madd_epi16(hi16[m], ones);
-    acc[m] =
-        _mm256_add_epi32(acc[m], _mm256_add_epi32(lo, Bits == 4 ? hi : _mm256_slli_epi32(hi, 4)));
+    acc[m] = _mm256_add_epi32(acc[m], _mm256_add_epi32(lo, hi));
     lo16[m] = hi16[m] = _mm256_setzero_si256();
   }
 }
@@ -102,7 +101,7 @@ MTPLX_AVX2 inline void PrefetchAhead(const uint8_t* step) {
 // Supported(D) holds).
 template <Dot D>
 MTPLX_AVX2 inline __m256i DotAdd(__m256i acc, __m256i codes, __m256i x) {
-  static_assert(D != Dot::kNibbles);
+  static_assert(D != Dot::kMaddubs);
   if constexpr (D == Dot::kAvxVnni) {
     asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(codes), "x"(x));
   } else {
@@ -156,72 +155,146 @@ MTPLX_AVX2 inline void GroupHalfVnni(const uint8_t* wg, int half, const int8_t* 
   }
 }
 
-// One step of the nibble products: codes of 8 output rows (their half of the 64-byte step) times
-// each row's activations, split into nibbles so that vpmaddubsw cannot saturate. 4-bit: low
-// nibbles are columns 8s..8s+3, high nibbles 8s+4..8s+7. 8-bit (and the widths spread to bytes
-// by UnpackPanelAvx2): 4 columns, the high nibble weighing 16 (applied when widening).
-template <int Bits, int Rows>
+// One step of 4-bit codes: 8 output rows (their half of the 64-byte step) times each row's
+// activations, the low nibbles columns 8s..8s+3 and the high nibbles 8s+4..8s+7.
+template <int Rows>
 MTPLX_AVX2 inline void NibbleStep(const uint8_t* wg, int half, const int8_t* const* xg, int64_t s,
                                   bool prefetch, __m256i* lo16, __m256i* hi16) {
-  static_assert(Bits == 4 || Bits == 8);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const uint8_t* step = wg + s * 64;
   if (prefetch) PrefetchAhead(step);
   const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + half * 32));
   const __m256i lo = _mm256_and_si256(codes, low4);
   const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
-  constexpr int kColumns = Bits == 4 ? 8 : 4;
 #pragma GCC unroll 8
   for (int m = 0; m < Rows; ++m) {
-    const __m256i x_lo = Broadcast4(xg[m] + s * kColumns);
-    const __m256i x_hi = Bits == 4 ? Broadcast4(xg[m] + s * kColumns + 4) : x_lo;
+    const __m256i x_lo = Broadcast4(xg[m] + s * 8), x_hi = Broadcast4(xg[m] + s * 8 + 4);
     lo16[m] = _mm256_add_epi16(lo16[m], _mm256_maddubs_epi16(lo, x_lo));
     hi16[m] = _mm256_add_epi16(hi16[m], _mm256_maddubs_epi16(hi, x_hi));
   }
 }
 
-// Accumulates one half (8 output rows) of one group for `Rows` activation rows: acc[m] gets the
-// exact int32 dot of the group's codes with activation row m.
-template <Dot D, int Bits, int Rows>
-MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* const* xg,
-                                 int64_t group_size, bool prefetch, __m256i* acc) {
-  if constexpr (D != Dot::kNibbles) {
-    GroupHalfVnni<D, Bits, Rows>(wg, half, xg, group_size, prefetch, acc);
-    return;
+// One step of 8-bit codes (and the widths spread to bytes) taken as signed, code - 128: vpmaddubsw
+// gets |code - 128| (at most 128, unsigned) and the activation with the code's sign (at most 127
+// in magnitude), so a pair sums to at most 2 * 128 * 127 = 32,512 and never saturates, and
+// vpmaddwd widens it at once. One vpmaddubsw a row and step instead of a nibble pair; the offset
+// returns as 128 times the group's activation sum (PanelRows). Zen 3, x8 model (8-bit), interleaved
+// `mtplx bench` runs against the nibble pair: the in-cache arithmetic of 1 / 4 / 5 rows 9.0 / 18.1
+// / 21.8 -> 8.1 / 17.0 / 20.3 ms, a plain step 18.35 / 18.55 / 19.68 -> 18.06 / 18.42 / 18.77 ms.
+template <int Rows>
+MTPLX_AVX2 inline void SignedStep(const uint8_t* wg, int half, const int8_t* const* xg, int64_t s,
+                                  bool prefetch, __m256i* acc) {
+  const uint8_t* step = wg + s * 64;
+  if (prefetch) PrefetchAhead(step);
+  const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + half * 32));
+  const __m256i centred = _mm256_xor_si256(codes, _mm256_set1_epi8(static_cast<char>(0x80)));
+  const __m256i magnitude = _mm256_abs_epi8(centred);  // -128 gives 0x80: 128 unsigned
+  const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+  for (int m = 0; m < Rows; ++m) {
+    const __m256i x = _mm256_sign_epi8(Broadcast4(xg[m] + s * 4), centred);
+    acc[m] = _mm256_add_epi32(acc[m], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, x), ones));
   }
+}
+
+// With one or two rows the steps run in unrolled blocks: a loop of one step and a counter to test
+// spends as much on its own bookkeeping as on the products (Zen 3 without AVX-512, x8 model,
+// interleaved `mtplx bench` runs: plain decoding 45.3 / 46.3 / 44.9 -> 50.8 / 51.0 / 46.2 tok/s).
+// From three rows the products fill the loop and the unrolled form measured no better. Group
+// sizes are multiples of 32: the 8-bit steps (4 columns) come in multiples of 8, the 4-bit ones
+// (8 columns) in multiples of 4.
+
+// acc[m] + the dot of one half of an 8-bit group, codes - 128, with activation row m.
+template <int Rows>
+MTPLX_AVX2 inline void GroupHalfSigned(const uint8_t* wg, int half, const int8_t* const* xg,
+                                       int64_t group_size, bool prefetch, __m256i* acc) {
+  constexpr int kBlock = Rows >= 3 ? 1 : 8;
+  const int64_t steps = group_size / 4;
+  for (int64_t s0 = 0; s0 < steps; s0 += kBlock) {
+#pragma GCC unroll 8
+    for (int k = 0; k < kBlock; ++k) SignedStep<Rows>(wg, half, xg, s0 + k, prefetch, acc);
+  }
+}
+
+// acc[m] + the dot of one half of a group of bytes holding codes below 64 (the widths
+// UnpackPanelAvx2 spreads) with activation row m: vpmaddubsw takes the codes as they are, a pair
+// summing to at most 2 * 63 * 127 = 16,002, so two steps add in int16 before one vpmaddwd widens
+// them.
+template <int Rows>
+MTPLX_AVX2 inline void GroupHalfSmallCodes(const uint8_t* wg, int half, const int8_t* const* xg,
+                                           int64_t group_size, __m256i* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  constexpr int kBlock = Rows >= 3 ? 2 : 8;
+  const int64_t steps = group_size / 4;
+  for (int64_t s0 = 0; s0 < steps; s0 += kBlock) {
+#pragma GCC unroll 4
+    for (int k = 0; k < kBlock; k += 2) {
+      const int64_t s = s0 + k;
+      const __m256i c0 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + s * 64 + half * 32));
+      const __m256i c1 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + (s + 1) * 64 + half * 32));
+#pragma GCC unroll 8
+      for (int m = 0; m < Rows; ++m) {
+        const __m256i pairs =
+            _mm256_add_epi16(_mm256_maddubs_epi16(c0, Broadcast4(xg[m] + s * 4)),
+                             _mm256_maddubs_epi16(c1, Broadcast4(xg[m] + s * 4 + 4)));
+        acc[m] = _mm256_add_epi32(acc[m], _mm256_madd_epi16(pairs, ones));
+      }
+    }
+  }
+}
+
+// acc[m] + the dot of one half of a 4-bit group with activation row m; the int16 sums are widened
+// between blocks.
+template <int Rows>
+MTPLX_AVX2 inline void GroupHalfNibbles(const uint8_t* wg, int half, const int8_t* const* xg,
+                                        int64_t group_size, bool prefetch, __m256i* acc) {
   __m256i lo16[Rows], hi16[Rows];
 #pragma GCC unroll 8
   for (int m = 0; m < Rows; ++m) lo16[m] = hi16[m] = _mm256_setzero_si256();
-  // With one or two rows the steps run in unrolled blocks, the int16 sums widened between
-  // blocks: a loop of one step and a counter to test spends as much on its own bookkeeping as on
-  // the products (Zen 3 without AVX-512, x8 model, interleaved `mtplx bench` runs: plain decoding
-  // 45.3 / 46.3 / 44.9 -> 50.8 / 51.0 / 46.2 tok/s). From three rows the products fill the loop
-  // and the unrolled form measured no better. Group sizes are multiples of 32: the 8-bit steps
-  // (4 columns) come in multiples of 8, the 4-bit ones (8 columns) in multiples of 4.
-  constexpr int kBlock = Rows >= 3 ? 1 : Bits == 4 ? 4 : 8;
+  constexpr int kBlock = Rows >= 3 ? 1 : 4;
   static_assert(kMaxInt16Adds % kBlock == 0);
-  const int64_t steps = group_size / (Bits == 4 ? 8 : 4);
+  const int64_t steps = group_size / 8;
   int adds = 0;
   for (int64_t s0 = 0; s0 < steps; s0 += kBlock) {
 #pragma GCC unroll 8
-    for (int k = 0; k < kBlock; ++k)
-      NibbleStep<Bits, Rows>(wg, half, xg, s0 + k, prefetch, lo16, hi16);
+    for (int k = 0; k < kBlock; ++k) NibbleStep<Rows>(wg, half, xg, s0 + k, prefetch, lo16, hi16);
     adds += kBlock;
     if (adds == kMaxInt16Adds) {
-      Widen<Bits, Rows>(lo16, hi16, acc);
+      Widen<Rows>(lo16, hi16, acc);
       adds = 0;
     }
   }
-  if (adds > 0) Widen<Bits, Rows>(lo16, hi16, acc);
+  if (adds > 0) Widen<Rows>(lo16, hi16, acc);
 }
 
-template <Dot D, int Bits, int Rows>
+// Accumulates one half (8 output rows) of one group for `Rows` activation rows: acc[m] gets the
+// exact int32 dot of the group's codes with activation row m (for 8-bit without VNNI, of codes -
+// 128: PanelRows adds the offset back). SmallCodes: 8-bit layout, codes below 64.
+template <Dot D, int Bits, int Rows, bool SmallCodes>
+MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* const* xg,
+                                 int64_t group_size, bool prefetch, __m256i* acc) {
+  static_assert(Bits == 4 || Bits == 8, "other widths are spread to bytes (UnpackPanelAvx2)");
+  if constexpr (D != Dot::kMaddubs) {
+    GroupHalfVnni<D, Bits, Rows>(wg, half, xg, group_size, prefetch, acc);
+  } else if constexpr (Bits == 8 && SmallCodes) {
+    GroupHalfSmallCodes<Rows>(wg, half, xg, group_size, acc);
+  } else if constexpr (Bits == 8) {
+    GroupHalfSigned<Rows>(wg, half, xg, group_size, prefetch, acc);
+  } else {
+    GroupHalfNibbles<Rows>(wg, half, xg, group_size, prefetch, acc);
+  }
+}
+
+template <Dot D, int Bits, int Rows, bool SmallCodes = false>
 MTPLX_AVX2 void PanelRows(const Matrix& w, const PanelSpan& span, const PreparedActivations& act,
                           int64_t row0, float* y, int64_t y_stride, bool prefetch) {
   const int64_t group_size = w.quant.group_size, groups = act.groups;
   const auto [codes, group_bytes, scale_base] = span;
   const float* steps = act.steps + row0 * groups;
   const float* sums = act.group_sums + row0 * groups;
+  const int32_t* x8_sums = act.x8_sums + row0 * groups;
   for (int half = 0; half < 2; ++half) {
     __m256 res[Rows], bias_terms[Rows];
 #pragma GCC unroll 8
@@ -235,7 +308,12 @@ MTPLX_AVX2 void PanelRows(const Matrix& w, const PanelSpan& span, const Prepared
       __m256i acc[Rows];
 #pragma GCC unroll 8
       for (int m = 0; m < Rows; ++m) acc[m] = _mm256_setzero_si256();
-      GroupHalf<D, Bits, Rows>(wg, half, xg, group_size, prefetch && half == 0, acc);
+      GroupHalf<D, Bits, Rows, SmallCodes>(wg, half, xg, group_size, prefetch && half == 0, acc);
+      if constexpr (D == Dot::kMaddubs && Bits == 8 && !SmallCodes) {
+#pragma GCC unroll 8
+        for (int m = 0; m < Rows; ++m)
+          acc[m] = _mm256_add_epi32(acc[m], _mm256_set1_epi32(128 * x8_sums[m * groups + g]));
+      }
       const int64_t entry = scale_base + g * 16 + half * 8;
       const __m256 scales = LoadEight(w.quant.scales, entry, w.quant.scale_dtype);
       const __m256 biases = LoadEight(w.quant.biases, entry, w.quant.scale_dtype);
@@ -323,8 +401,8 @@ void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act
     // Spread to bytes once a panel, not once a half and row block; the 8-bit steps run on it.
     const PanelSpan unpacked = UnpackPanelAvx2<Bits>(w, panel);
     ForRowBlocksUpTo6(act.rows, [&](auto block, int64_t m) {
-      PanelRows<D, 8, decltype(block)::value>(w, unpacked, act, m, y + m * y_stride, y_stride,
-                                              /*prefetch=*/false);
+      PanelRows<D, 8, decltype(block)::value, /*SmallCodes=*/true>(
+          w, unpacked, act, m, y + m * y_stride, y_stride, /*prefetch=*/false);
     });
   } else {
     ForRowBlocksUpTo6(act.rows, [&](auto block, int64_t m) {
@@ -356,7 +434,7 @@ void PanelInt8(const Matrix&, int64_t, const PreparedActivations&, float*, int64
 
 #endif
 
-template void PanelInt8<Dot::kNibbles>(const Matrix&, int64_t, const PreparedActivations&, float*,
+template void PanelInt8<Dot::kMaddubs>(const Matrix&, int64_t, const PreparedActivations&, float*,
                                        int64_t);
 template void PanelInt8<Dot::kAvxVnni>(const Matrix&, int64_t, const PreparedActivations&, float*,
                                        int64_t);

@@ -22,7 +22,8 @@ namespace mtplx::kernels::avx2 {
 
 // How a kernel forms the int32 dot products of 4 unsigned codes and 4 signed activations.
 enum class Dot {
-  kNibbles,     // vpmaddubsw on each nibble, widened through int16 (plain AVX2)
+  kMaddubs,     // vpmaddubsw widened through int16 (plain AVX2): 4-bit codes a nibble at a time,
+                // 8-bit ones as code - 128 with its sign moved onto the activation
   kAvxVnni,     // vpdpbusd, VEX-encoded (AVX-VNNI)
   kAvx512Vnni,  // vpdpbusd on 256-bit registers, EVEX-encoded (AVX512-VNNI and AVX512-VL)
 };

@@ -248,7 +248,7 @@ TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
       {"amx", amx::Supported(), amx::PanelInt8},
       {"avx512", avx512::Supported(), avx512::PanelInt8},
       {"avx512-range", avx512::Supported(), nullptr, avx512::PanelRangeInt8},
-      {"avx2", avx2::Supported(), avx2::PanelInt8<avx2::Dot::kNibbles>},
+      {"avx2", avx2::Supported(), avx2::PanelInt8<avx2::Dot::kMaddubs>},
       {"avx-vnni", avx2::Supported(avx2::Dot::kAvxVnni), avx2::PanelInt8<avx2::Dot::kAvxVnni>},
       {"avx512-vnni-256", avx2::Supported(avx2::Dot::kAvx512Vnni),
        avx2::PanelInt8<avx2::Dot::kAvx512Vnni>},
@@ -266,6 +266,8 @@ TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
           std::vector<int8_t> x8(m_rows * stride);
           std::vector<float> steps(m_rows * groups), sums(m_rows * groups);
           QuantizeActivations(x.data(), m_rows, cols, group, x8.data(), steps.data());
+          std::vector<int32_t> x8_sums(m_rows * groups);
+          SumX8Groups(x8.data(), m_rows, cols, group, x8_sums.data());
           for (int64_t i = 0; i < m_rows * groups; ++i)
             for (int64_t k = 0; k < group; ++k) sums[i] += x[i * group + k];
           PreparedActivations act;
@@ -276,6 +278,7 @@ TEST(PanelTest, PanelKernelsEqualThePlainRowKernelBitForBit) {
           act.x8_columns = x8.data();
           act.x8_stride = stride;
           act.steps = steps.data();
+          act.x8_sums = x8_sums.data();
           std::vector<float> twin(m_rows * rows);
           for (int64_t n = 0; n < rows; ++n)
             plain::QuantRowInt8(t.m, n, act, twin.data() + n, rows);
