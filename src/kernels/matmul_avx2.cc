@@ -216,24 +216,55 @@ MTPLX_AVX2 inline void GroupHalfSigned(const uint8_t* wg, int half, const int8_t
   }
 }
 
-// acc[m] + the dot of one half of a group of bytes holding codes below 64 (the widths
-// UnpackPanelAvx2 spreads) with activation row m: vpmaddubsw takes the codes as they are, a pair
-// summing to at most 2 * 63 * 127 = 16,002, so two steps add in int16 before one vpmaddwd widens
-// them.
-template <int Rows>
+// Half a step of 6-bit codes (8 rows x 4 columns, 24 bytes of the panel's bit stream, 4 codes
+// in 3 bytes) as bytes in the 8-bit order, decoded in registers: each row's 3 bytes move into a
+// 32-bit lane (the upper 128-bit lane reads from byte 8 so that no load passes the half), and its
+// codes at bits 0, 6, 12 and 18 shift to bits 0, 8, 16 and 24. Spreading a panel to a buffer
+// first and reading it back cost more than the products on AVX2.
+MTPLX_AVX2 inline __m256i SixBitHalfStep(const uint8_t* src) {
+  alignas(32) static constexpr uint8_t kLanes[32] = {
+      0, 1, 2, 0x80, 3, 4, 5, 0x80, 6,  7,  8,  0x80, 9,  10, 11, 0x80,
+      4, 5, 6, 0x80, 7, 8, 9, 0x80, 10, 11, 12, 0x80, 13, 14, 15, 0x80};
+  const __m256i bytes = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 8)), 1);
+  const __m256i v =
+      _mm256_shuffle_epi8(bytes, _mm256_load_si256(reinterpret_cast<const __m256i*>(kLanes)));
+  const __m256i c0 = _mm256_and_si256(v, _mm256_set1_epi32(0x3F));
+  const __m256i c1 = _mm256_and_si256(_mm256_slli_epi32(v, 2), _mm256_set1_epi32(0x3F00));
+  const __m256i c2 = _mm256_and_si256(_mm256_slli_epi32(v, 4), _mm256_set1_epi32(0x3F0000));
+  const __m256i c3 = _mm256_and_si256(_mm256_slli_epi32(v, 6), _mm256_set1_epi32(0x3F000000));
+  return _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3));
+}
+
+// Half a step of bytes (the 8-bit layout).
+MTPLX_AVX2 inline __m256i ByteHalfStep(const uint8_t* src) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+}
+
+// acc[m] + the dot of one half of a group of codes below 64 with activation row m: vpmaddubsw
+// takes the codes as they are, a pair summing to at most 2 * 63 * 127 = 16,002, so two steps add
+// in int16 before one vpmaddwd widens them. StepBytes: 48 for 6-bit codes decoded in registers,
+// 64 for the widths UnpackPanelAvx2 spread to bytes.
+template <int Rows, int StepBytes>
 MTPLX_AVX2 inline void GroupHalfSmallCodes(const uint8_t* wg, int half, const int8_t* const* xg,
-                                           int64_t group_size, __m256i* acc) {
+                                           int64_t group_size, bool prefetch, __m256i* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   constexpr int kBlock = Rows >= 3 ? 2 : 8;
   const int64_t steps = group_size / 4;
+  const auto codes = [&](int64_t s) {
+    const uint8_t* step = wg + s * StepBytes;
+    if (prefetch) PrefetchAhead(step);
+    if constexpr (StepBytes == 48)
+      return SixBitHalfStep(step + half * 24);
+    else
+      return ByteHalfStep(step + half * 32);
+  };
   for (int64_t s0 = 0; s0 < steps; s0 += kBlock) {
 #pragma GCC unroll 4
     for (int k = 0; k < kBlock; k += 2) {
       const int64_t s = s0 + k;
-      const __m256i c0 =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + s * 64 + half * 32));
-      const __m256i c1 =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + (s + 1) * 64 + half * 32));
+      const __m256i c0 = codes(s), c1 = codes(s + 1);
 #pragma GCC unroll 8
       for (int m = 0; m < Rows; ++m) {
         const __m256i pairs =
@@ -275,11 +306,14 @@ MTPLX_AVX2 inline void GroupHalfNibbles(const uint8_t* wg, int half, const int8_
 template <Dot D, int Bits, int Rows, bool SmallCodes>
 MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* const* xg,
                                  int64_t group_size, bool prefetch, __m256i* acc) {
-  static_assert(Bits == 4 || Bits == 8, "other widths are spread to bytes (UnpackPanelAvx2)");
+  static_assert(Bits == 4 || Bits == 8 || (Bits == 6 && D == Dot::kMaddubs),
+                "other widths are spread to bytes (UnpackPanelAvx2)");
   if constexpr (D != Dot::kMaddubs) {
     GroupHalfVnni<D, Bits, Rows>(wg, half, xg, group_size, prefetch, acc);
+  } else if constexpr (Bits == 6) {
+    GroupHalfSmallCodes<Rows, 48>(wg, half, xg, group_size, prefetch, acc);
   } else if constexpr (Bits == 8 && SmallCodes) {
-    GroupHalfSmallCodes<Rows>(wg, half, xg, group_size, acc);
+    GroupHalfSmallCodes<Rows, 64>(wg, half, xg, group_size, prefetch, acc);
   } else if constexpr (Bits == 8) {
     GroupHalfSigned<Rows>(wg, half, xg, group_size, prefetch, acc);
   } else {
@@ -397,17 +431,17 @@ MTPLX_AVX2 PanelSpan UnpackPanelAvx2(const Matrix& w, int64_t panel) {
 template <Dot D, int Bits>
 void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                   int64_t y_stride) {
-  if constexpr (Bits != 4 && Bits != 8) {
+  if constexpr (Bits == 4 || Bits == 8 || (Bits == 6 && D == Dot::kMaddubs)) {
+    ForRowBlocksUpTo6(act.rows, [&](auto block, int64_t m) {
+      PanelRows<D, Bits, decltype(block)::value>(w, PanelAt(w, panel, Bits), act, m,
+                                                 y + m * y_stride, y_stride, w.quant.streamed);
+    });
+  } else {
     // Spread to bytes once a panel, not once a half and row block; the 8-bit steps run on it.
     const PanelSpan unpacked = UnpackPanelAvx2<Bits>(w, panel);
     ForRowBlocksUpTo6(act.rows, [&](auto block, int64_t m) {
       PanelRows<D, 8, decltype(block)::value, /*SmallCodes=*/true>(
           w, unpacked, act, m, y + m * y_stride, y_stride, /*prefetch=*/false);
-    });
-  } else {
-    ForRowBlocksUpTo6(act.rows, [&](auto block, int64_t m) {
-      PanelRows<D, Bits, decltype(block)::value>(w, PanelAt(w, panel, Bits), act, m,
-                                                 y + m * y_stride, y_stride, w.quant.streamed);
     });
   }
 }
