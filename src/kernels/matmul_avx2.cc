@@ -242,6 +242,21 @@ MTPLX_AVX2 inline __m256i ByteHalfStep(const uint8_t* src) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
 }
 
+// Half of step s of a group of codes below 64 as bytes (StepBytes: 48 for 6-bit codes decoded in
+// registers, 64 for the widths UnpackPanelAvx2 spread to bytes). A function, not a lambda: clang
+// does not give a lambda its enclosing function's target attribute.
+template <int StepBytes>
+MTPLX_AVX2 inline __m256i SmallCodesHalfStep(const uint8_t* wg, int half, int64_t s,
+                                             bool prefetch) {
+  const uint8_t* step = wg + s * StepBytes;
+  if (prefetch) PrefetchAhead(step);
+  if constexpr (StepBytes == 48) {
+    return SixBitHalfStep(step + half * 24);
+  } else {
+    return ByteHalfStep(step + half * 32);
+  }
+}
+
 // acc[m] + the dot of one half of a group of codes below 64 with activation row m: vpmaddubsw
 // takes the codes as they are, a pair summing to at most 2 * 63 * 127 = 16,002, so two steps add
 // in int16 before one vpmaddwd widens them. StepBytes: 48 for 6-bit codes decoded in registers,
@@ -252,19 +267,12 @@ MTPLX_AVX2 inline void GroupHalfSmallCodes(const uint8_t* wg, int half, const in
   const __m256i ones = _mm256_set1_epi16(1);
   constexpr int kBlock = Rows >= 3 ? 2 : 8;
   const int64_t steps = group_size / 4;
-  const auto codes = [&](int64_t s) {
-    const uint8_t* step = wg + s * StepBytes;
-    if (prefetch) PrefetchAhead(step);
-    if constexpr (StepBytes == 48)
-      return SixBitHalfStep(step + half * 24);
-    else
-      return ByteHalfStep(step + half * 32);
-  };
   for (int64_t s0 = 0; s0 < steps; s0 += kBlock) {
 #pragma GCC unroll 4
     for (int k = 0; k < kBlock; k += 2) {
       const int64_t s = s0 + k;
-      const __m256i c0 = codes(s), c1 = codes(s + 1);
+      const __m256i c0 = SmallCodesHalfStep<StepBytes>(wg, half, s, prefetch);
+      const __m256i c1 = SmallCodesHalfStep<StepBytes>(wg, half, s + 1, prefetch);
 #pragma GCC unroll 8
       for (int m = 0; m < Rows; ++m) {
         const __m256i pairs =
