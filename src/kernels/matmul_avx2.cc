@@ -177,10 +177,11 @@ MTPLX_AVX2 inline void NibbleStep(const uint8_t* wg, int half, const int8_t* con
 // One step of 8-bit codes taken as signed, code - 128 (codes below 64 need no offset:
 // GroupHalfSmallCodes): vpmaddubsw gets |code - 128| (at most 128, unsigned) and the activation
 // with the code's sign (at most 127 in magnitude), so a pair sums to at most 2 * 128 * 127 =
-// 32,512 and never saturates, and vpmaddwd widens it at once. One vpmaddubsw a row and step instead of a nibble pair; the offset
-// returns as 128 times the group's activation sum (PanelRows). Zen 3, x8 model (8-bit), interleaved
-// `mtplx bench` runs against the nibble pair: the in-cache arithmetic of 1 / 4 / 5 rows 9.0 / 18.1
-// / 21.8 -> 8.1 / 17.0 / 20.3 ms, a plain step 18.35 / 18.55 / 19.68 -> 18.06 / 18.42 / 18.77 ms.
+// 32,512 and never saturates, and vpmaddwd widens it at once. One vpmaddubsw a row and step instead
+// of a nibble pair; the offset returns as 128 times the group's activation sum (PanelRows). Zen 3,
+// x8 model (8-bit), interleaved `mtplx bench` runs against the nibble pair: the in-cache arithmetic
+// of 1 / 4 / 5 rows 9.0 / 18.1 / 21.8 -> 8.1 / 17.0 / 20.3 ms, a plain step 18.35 / 18.55 / 19.68
+// -> 18.06 / 18.42 / 18.77 ms.
 template <int Rows>
 MTPLX_AVX2 inline void SignedStep(const uint8_t* wg, int half, const int8_t* const* xg, int64_t s,
                                   bool prefetch, __m256i* acc) {
