@@ -174,14 +174,14 @@ MTPLX_AVX2 inline void NibbleStep(const uint8_t* wg, int half, const int8_t* con
   }
 }
 
-// One step of 8-bit codes taken as signed, code - 128 (codes below 64 need no offset:
-// GroupHalfSmallCodes): vpmaddubsw gets |code - 128| (at most 128, unsigned) and the activation
-// with the code's sign (at most 127 in magnitude), so a pair sums to at most 2 * 128 * 127 =
-// 32,512 and never saturates, and vpmaddwd widens it at once. One vpmaddubsw a row and step instead
-// of a nibble pair; the offset returns as 128 times the group's activation sum (PanelRows). Zen 3,
-// x8 model (8-bit), interleaved `mtplx bench` runs against the nibble pair: the in-cache arithmetic
-// of 1 / 4 / 5 rows 9.0 / 18.1 / 21.8 -> 8.1 / 17.0 / 20.3 ms, a plain step 18.35 / 18.55 / 19.68
-// -> 18.06 / 18.42 / 18.77 ms.
+// One step of 8-bit codes taken as signed, code - 128 (narrower codes need no offset:
+// GroupHalfSmallCodes, GroupHalfNibbles): vpmaddubsw gets |code - 128| (at most 128, unsigned) and
+// the activation with the code's sign (at most 127 in magnitude), so a pair sums to at most
+// 2 * 128 * 127 = 32,512 and never saturates, and vpmaddwd widens it at once. One vpmaddubsw a row
+// and step instead of a nibble pair; the offset returns as 128 times the group's activation sum
+// (PanelRows). Zen 3, x8 model (8-bit), interleaved `mtplx bench` runs against the nibble pair: the
+// in-cache arithmetic of 1 / 4 / 5 rows 9.0 / 18.1 / 21.8 -> 8.1 / 17.0 / 20.3 ms, a plain step
+// 18.35 / 18.55 / 19.68 -> 18.06 / 18.42 / 18.77 ms.
 template <int Rows>
 MTPLX_AVX2 inline void SignedStep(const uint8_t* wg, int half, const int8_t* const* xg, int64_t s,
                                   bool prefetch, __m256i* acc) {
@@ -217,70 +217,120 @@ MTPLX_AVX2 inline void GroupHalfSigned(const uint8_t* wg, int half, const int8_t
   }
 }
 
-// Half a step of 6-bit codes (8 rows x 4 columns, 24 bytes of the panel's bit stream, 4 codes
-// in 3 bytes) as bytes in the 8-bit order, decoded in registers: each row's 3 bytes move into a
-// 32-bit lane (the upper 128-bit lane reads from byte 8 so that no load passes the half), and its
-// codes at bits 0, 6, 12 and 18 shift to bits 0, 8, 16 and 24. Spreading a panel to a buffer
-// first and reading it back cost more than the products on AVX2.
-MTPLX_AVX2 inline __m256i SixBitHalfStep(const uint8_t* src) {
-  alignas(32) static constexpr uint8_t kLanes[32] = {
-      0, 1, 2, 0x80, 3, 4, 5, 0x80, 6,  7,  8,  0x80, 9,  10, 11, 0x80,
-      4, 5, 6, 0x80, 7, 8, 9, 0x80, 10, 11, 12, 0x80, 13, 14, 15, 0x80};
-  const __m256i bytes = _mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src))),
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 8)), 1);
-  const __m256i v =
-      _mm256_shuffle_epi8(bytes, _mm256_load_si256(reinterpret_cast<const __m256i*>(kLanes)));
-  const __m256i c0 = _mm256_and_si256(v, _mm256_set1_epi32(0x3F));
-  const __m256i c1 = _mm256_and_si256(_mm256_slli_epi32(v, 2), _mm256_set1_epi32(0x3F00));
-  const __m256i c2 = _mm256_and_si256(_mm256_slli_epi32(v, 4), _mm256_set1_epi32(0x3F0000));
-  const __m256i c3 = _mm256_and_si256(_mm256_slli_epi32(v, 6), _mm256_set1_epi32(0x3F000000));
-  return _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3));
-}
+// Where a half step of codes of `Bits` bits (2, 3, 5, 6: 8 rows x 4 columns, 4 * Bits bytes of
+// the panel's bit stream, each row's 4 codes in 4 * Bits consecutive bits) is read from, and how
+// its rows move into 32-bit lanes: each 128-bit lane loads kLoadBytes (8 or 16) bytes, the lower
+// one from the half's start and the upper one (rows 4-7) from kUpperOffset, so that no load passes
+// the half; vpshufb then copies the bytes holding row r's bits to the low bytes of lane r, and odd
+// widths shift the odd rows (whose bits start mid-byte) down by 4.
+template <int Bits>
+struct PackedHalfTables {
+  static constexpr int kHalfBytes = 4 * Bits;
+  static constexpr int kLoadBytes = kHalfBytes >= 16 ? 16 : 8;
+  static constexpr int kUpperOffset = kHalfBytes - kLoadBytes;
+  alignas(32) uint8_t lanes[32];
+  alignas(32) uint32_t shifts[8];
+  constexpr PackedHalfTables() : lanes(), shifts() {
+    for (int row = 0; row < 8; ++row) {
+      const int bit = 4 * Bits * row, first = bit / 8, last = (bit + 4 * Bits - 1) / 8;
+      const int loaded_from = row < 4 ? 0 : kUpperOffset;
+      for (int k = 0; k < 4; ++k) {
+        const int byte = first + k;
+        lanes[4 * row + k] = byte <= last ? static_cast<uint8_t>(byte - loaded_from) : 0x80;
+      }
+      shifts[row] = static_cast<uint32_t>(bit % 8);
+    }
+  }
+};
 
-// Half a step of bytes (the 8-bit layout).
-MTPLX_AVX2 inline __m256i ByteHalfStep(const uint8_t* src) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
-}
-
-// Half of step s of a group of codes below 64 as bytes (StepBytes: 48 for 6-bit codes decoded in
-// registers, 64 for the widths UnpackPanelAvx2 spread to bytes). A function, not a lambda: clang
-// does not give a lambda its enclosing function's target attribute.
-template <int StepBytes>
-MTPLX_AVX2 inline __m256i SmallCodesHalfStep(const uint8_t* wg, int half, int64_t s,
-                                             bool prefetch) {
-  const uint8_t* step = wg + s * StepBytes;
-  if (prefetch) PrefetchAhead(step);
-  if constexpr (StepBytes == 48) {
-    return SixBitHalfStep(step + half * 24);
+template <int Bits>
+MTPLX_AVX2 inline __m128i LoadPackedLane(const uint8_t* src) {
+  if constexpr (PackedHalfTables<Bits>::kLoadBytes == 16) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
   } else {
-    return ByteHalfStep(step + half * 32);
+    return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src));
   }
 }
 
-// acc[m] + the dot of one half of a group of codes below 64 with activation row m: vpmaddubsw
-// takes the codes as they are, a pair summing to at most 2 * 63 * 127 = 16,002, so two steps add
-// in int16 before one vpmaddwd widens them. StepBytes: 48 for 6-bit codes decoded in registers,
-// 64 for the widths UnpackPanelAvx2 spread to bytes.
-template <int Rows, int StepBytes>
+// Half a step of codes of `Bits` bits (2, 3, 5 or 6) as bytes in the 8-bit order, decoded in
+// registers: each row's bits move into a 32-bit lane (PackedHalfTables), and its codes at bits 0,
+// B, 2B and 3B shift to bits 0, 8, 16 and 24. Spreading a panel to a buffer first and reading it
+// back cost more than the products on AVX2 (Zen 3, x8 model, interleaved `mtplx bench` runs: a
+// plain step at 6 bits 21.9 -> 18.9 ms and a 4-row verify 34 -> 27 ms; at 2 / 3 / 5 bits a plain
+// step 19.0 / 18.9 / 19.1 -> 12.8-13.2 / 14.1 / 15.1 ms and a 4-row verify 28.1 / 27.9 / 28.1 ->
+// 23.1-23.6 / 24.4-25.5 / 24.9-25.1 ms).
+template <int Bits>
+MTPLX_AVX2 inline __m256i PackedHalfStep(const uint8_t* src) {
+  using Tables = PackedHalfTables<Bits>;
+  static constexpr Tables kTables;
+  const __m256i bytes =
+      _mm256_inserti128_si256(_mm256_castsi128_si256(LoadPackedLane<Bits>(src)),
+                              LoadPackedLane<Bits>(src + Tables::kUpperOffset), 1);
+  __m256i v = _mm256_shuffle_epi8(
+      bytes, _mm256_load_si256(reinterpret_cast<const __m256i*>(kTables.lanes)));
+  if constexpr (Bits % 2 == 1) {
+    v = _mm256_srlv_epi32(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(kTables.shifts)));
+  }
+  constexpr int kMask = (1 << Bits) - 1, kMove = 8 - Bits;
+  const __m256i c0 = _mm256_and_si256(v, _mm256_set1_epi32(kMask));
+  const __m256i c1 = _mm256_and_si256(_mm256_slli_epi32(v, kMove), _mm256_set1_epi32(kMask << 8));
+  const __m256i c2 =
+      _mm256_and_si256(_mm256_slli_epi32(v, 2 * kMove), _mm256_set1_epi32(kMask << 16));
+  const __m256i c3 =
+      _mm256_and_si256(_mm256_slli_epi32(v, 3 * kMove), _mm256_set1_epi32(kMask << 24));
+  return _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3));
+}
+
+// Half of step s of a group of codes of `Bits` bits (2, 3, 5 or 6) as bytes, decoded in registers
+// from the panel's bit stream. A function, not a lambda: clang does not give a lambda its
+// enclosing function's target attribute.
+template <int Bits>
+MTPLX_AVX2 inline __m256i SmallCodesHalfStep(const uint8_t* wg, int half, int64_t s,
+                                             bool prefetch) {
+  const uint8_t* step = wg + s * 8 * Bits;
+  if (prefetch) PrefetchAhead(step);
+  return PackedHalfStep<Bits>(step + half * 4 * Bits);
+}
+
+// How many steps of codes of `Bits` bits add their vpmaddubsw sums in int16 before one vpmaddwd
+// widens them: a sum is at most 2 * (2^Bits - 1) * 127 (6-bit: 16,002; 5-bit: 7,874; 3-bit:
+// 1,778), and the count divides a group's 8 or more steps.
+template <int Bits>
+constexpr int StepsPerWidening() {
+  const int most = 32767 / (2 * ((1 << Bits) - 1) * 127);
+  int steps = 1;
+  while (steps * 2 <= most && steps < 8) steps *= 2;
+  return steps;
+}
+
+// acc[m] + the dot of one half of a group of codes of `Bits` bits (2, 3, 5 or 6) with activation
+// row m: vpmaddubsw takes the codes as they are and its int16 sums widen every StepsPerWidening
+// steps.
+template <int Rows, int Bits>
 MTPLX_AVX2 inline void GroupHalfSmallCodes(const uint8_t* wg, int half, const int8_t* const* xg,
                                            int64_t group_size, bool prefetch, __m256i* acc) {
+  constexpr int kWiden = StepsPerWidening<Bits>();
+  constexpr int kBlock = Rows >= 3 ? kWiden : 8;
+  static_assert(kBlock % kWiden == 0);
   const __m256i ones = _mm256_set1_epi16(1);
-  constexpr int kBlock = Rows >= 3 ? 2 : 8;
   const int64_t steps = group_size / 4;
   for (int64_t s0 = 0; s0 < steps; s0 += kBlock) {
-#pragma GCC unroll 4
-    for (int k = 0; k < kBlock; k += 2) {
-      const int64_t s = s0 + k;
-      const __m256i c0 = SmallCodesHalfStep<StepBytes>(wg, half, s, prefetch);
-      const __m256i c1 = SmallCodesHalfStep<StepBytes>(wg, half, s + 1, prefetch);
 #pragma GCC unroll 8
-      for (int m = 0; m < Rows; ++m) {
-        const __m256i pairs =
-            _mm256_add_epi16(_mm256_maddubs_epi16(c0, Broadcast4(xg[m] + s * 4)),
-                             _mm256_maddubs_epi16(c1, Broadcast4(xg[m] + s * 4 + 4)));
-        acc[m] = _mm256_add_epi32(acc[m], _mm256_madd_epi16(pairs, ones));
+    for (int w = 0; w < kBlock; w += kWiden) {
+      __m256i sums[Rows];
+#pragma GCC unroll 8
+      for (int k = 0; k < kWiden; ++k) {
+        const int64_t s = s0 + w + k;
+        const __m256i codes = SmallCodesHalfStep<Bits>(wg, half, s, prefetch);
+#pragma GCC unroll 8
+        for (int m = 0; m < Rows; ++m) {
+          const __m256i products = _mm256_maddubs_epi16(codes, Broadcast4(xg[m] + s * 4));
+          sums[m] = k == 0 ? products : _mm256_add_epi16(sums[m], products);
+        }
       }
+#pragma GCC unroll 8
+      for (int m = 0; m < Rows; ++m)
+        acc[m] = _mm256_add_epi32(acc[m], _mm256_madd_epi16(sums[m], ones));
     }
   }
 }
@@ -311,22 +361,21 @@ MTPLX_AVX2 inline void GroupHalfNibbles(const uint8_t* wg, int half, const int8_
 
 // Accumulates one half (8 output rows) of one group for `Rows` activation rows: acc[m] gets the
 // exact int32 dot of the group's codes with activation row m (for 8-bit without VNNI, of codes -
-// 128: PanelRows adds the offset back). SmallCodes: 8-bit layout, codes below 64.
+// 128: PanelRows adds the offset back). SmallCodes: the VNNI dots' narrower codes spread to bytes.
 template <Dot D, int Bits, int Rows, bool SmallCodes>
 MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* const* xg,
                                  int64_t group_size, bool prefetch, __m256i* acc) {
-  static_assert(Bits == 4 || Bits == 8 || (Bits == 6 && D == Dot::kMaddubs),
-                "other widths are spread to bytes (UnpackPanelAvx2)");
+  static_assert(Bits == 4 || Bits == 8 || D == Dot::kMaddubs,
+                "the VNNI dots take other widths spread to bytes (UnpackPanelAvx2)");
+  static_assert(D != Dot::kMaddubs || !SmallCodes, "vpmaddubsw decodes packed codes itself");
   if constexpr (D != Dot::kMaddubs) {
     GroupHalfVnni<D, Bits, Rows>(wg, half, xg, group_size, prefetch, acc);
-  } else if constexpr (Bits == 6) {
-    GroupHalfSmallCodes<Rows, 48>(wg, half, xg, group_size, prefetch, acc);
-  } else if constexpr (Bits == 8 && SmallCodes) {
-    GroupHalfSmallCodes<Rows, 64>(wg, half, xg, group_size, prefetch, acc);
   } else if constexpr (Bits == 8) {
     GroupHalfSigned<Rows>(wg, half, xg, group_size, prefetch, acc);
-  } else {
+  } else if constexpr (Bits == 4) {
     GroupHalfNibbles<Rows>(wg, half, xg, group_size, prefetch, acc);
+  } else {
+    GroupHalfSmallCodes<Rows, Bits>(wg, half, xg, group_size, prefetch, acc);
   }
 }
 
@@ -440,13 +489,14 @@ MTPLX_AVX2 PanelSpan UnpackPanelAvx2(const Matrix& w, int64_t panel) {
 template <Dot D, int Bits>
 void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act, float* y,
                   int64_t y_stride) {
-  if constexpr (Bits == 4 || Bits == 8 || (Bits == 6 && D == Dot::kMaddubs)) {
+  if constexpr (Bits == 4 || Bits == 8 || D == Dot::kMaddubs) {
     ForRowBlocksUpTo6(act.rows, [&](auto block, int64_t m) {
       PanelRows<D, Bits, decltype(block)::value>(w, PanelAt(w, panel, Bits), act, m,
                                                  y + m * y_stride, y_stride, w.quant.streamed);
     });
   } else {
-    // Spread to bytes once a panel, not once a half and row block; the 8-bit steps run on it.
+    // The VNNI dots: spread to bytes once a panel, not once a half and row block; the 8-bit steps
+    // run on it.
     const PanelSpan unpacked = UnpackPanelAvx2<Bits>(w, panel);
     ForRowBlocksUpTo6(act.rows, [&](auto block, int64_t m) {
       PanelRows<D, 8, decltype(block)::value, /*SmallCodes=*/true>(
