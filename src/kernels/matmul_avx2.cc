@@ -1,5 +1,6 @@
 #include "kernels/matmul_avx2.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
@@ -218,54 +219,60 @@ MTPLX_AVX2 inline void GroupHalfSigned(const uint8_t* wg, int half, const int8_t
 }
 
 // Where a half step of codes of `Bits` bits (2, 3, 5, 6: 8 rows x 4 columns, 4 * Bits bytes of
-// the panel's bit stream, each row's 4 codes in 4 * Bits consecutive bits) is read from, and how
-// its rows move into 32-bit lanes: each 128-bit lane loads kLoadBytes (8 or 16) bytes, the lower
-// one from the half's start and the upper one (rows 4-7) from kUpperOffset, so that no load passes
-// the half; vpshufb then copies the bytes holding row r's bits to the low bytes of lane r, and odd
-// widths shift the odd rows (whose bits start mid-byte) down by 4.
+// the panel's bit stream, each row's 4 codes in 4 * Bits consecutive bits) is read from: each
+// 128-bit lane loads kLoadBytes (8 or 16) bytes, the lower one from the half's start and the upper
+// one (rows 4-7) from kUpperOffset, so that no load passes the half.
 template <int Bits>
-struct PackedHalfTables {
+struct PackedHalfLayout {
   static constexpr int kHalfBytes = 4 * Bits;
   static constexpr int kLoadBytes = kHalfBytes >= 16 ? 16 : 8;
   static constexpr int kUpperOffset = kHalfBytes - kLoadBytes;
-  alignas(32) uint8_t lanes[32];
-  alignas(32) uint32_t shifts[8];
-  constexpr PackedHalfTables() : lanes(), shifts() {
-    for (int row = 0; row < 8; ++row) {
-      const int bit = 4 * Bits * row, first = bit / 8, last = (bit + 4 * Bits - 1) / 8;
-      const int loaded_from = row < 4 ? 0 : kUpperOffset;
-      for (int k = 0; k < 4; ++k) {
-        const int byte = first + k;
-        lanes[4 * row + k] = byte <= last ? static_cast<uint8_t>(byte - loaded_from) : 0x80;
-      }
-      shifts[row] = static_cast<uint32_t>(bit % 8);
-    }
+  static constexpr int LoadedFrom(int row) { return row < 4 ? 0 : kUpperOffset; }
+  // First and last byte of the bits [bit, bit + count), counted from where row's lane loads.
+  static constexpr int FirstByte(int row, int bit) { return bit / 8 - LoadedFrom(row); }
+  static constexpr int LastByte(int row, int bit, int count) {
+    return (bit + count - 1) / 8 - LoadedFrom(row);
   }
 };
 
 template <int Bits>
 MTPLX_AVX2 inline __m128i LoadPackedLane(const uint8_t* src) {
-  if constexpr (PackedHalfTables<Bits>::kLoadBytes == 16) {
+  if constexpr (PackedHalfLayout<Bits>::kLoadBytes == 16) {
     return _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
   } else {
     return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src));
   }
 }
 
-// Half a step of codes of `Bits` bits (2, 3, 5 or 6) as bytes in the 8-bit order, decoded in
-// registers: each row's bits move into a 32-bit lane (PackedHalfTables), and its codes at bits 0,
-// B, 2B and 3B shift to bits 0, 8, 16 and 24. Spreading a panel to a buffer first and reading it
-// back cost more than the products on AVX2 (Zen 3, x8 model, interleaved `mtplx bench` runs: a
-// plain step at 6 bits 21.9 -> 18.9 ms and a 4-row verify 34 -> 27 ms; at 2 / 3 / 5 bits a plain
-// step 19.0 / 18.9 / 19.1 -> 12.8-13.2 / 14.1 / 15.1 ms and a 4-row verify 28.1 / 27.9 / 28.1 ->
-// 23.1-23.6 / 24.4-25.5 / 24.9-25.1 ms).
 template <int Bits>
-MTPLX_AVX2 inline __m256i PackedHalfStep(const uint8_t* src) {
-  using Tables = PackedHalfTables<Bits>;
-  static constexpr Tables kTables;
-  const __m256i bytes =
-      _mm256_inserti128_si256(_mm256_castsi128_si256(LoadPackedLane<Bits>(src)),
-                              LoadPackedLane<Bits>(src + Tables::kUpperOffset), 1);
+MTPLX_AVX2 inline __m256i LoadPackedHalf(const uint8_t* src) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(LoadPackedLane<Bits>(src)),
+                                 LoadPackedLane<Bits>(src + PackedHalfLayout<Bits>::kUpperOffset),
+                                 1);
+}
+
+// Decoding by shifts: vpshufb copies the bytes holding row r's bits to the low bytes of its 32-bit
+// lane, odd widths shift the odd rows (whose bits start mid-byte) down by 4, and three shifts and
+// four masks move its codes at bits 0, B, 2B and 3B to bits 0, 8, 16 and 24.
+template <int Bits>
+struct ShiftDecodeTables {
+  using Layout = PackedHalfLayout<Bits>;
+  alignas(32) uint8_t lanes[32];
+  alignas(32) uint32_t shifts[8];
+  constexpr ShiftDecodeTables() : lanes(), shifts() {
+    for (int row = 0; row < 8; ++row) {
+      const int bit = 4 * Bits * row;
+      const int first = Layout::FirstByte(row, bit), last = Layout::LastByte(row, bit, 4 * Bits);
+      for (int k = 0; k < 4; ++k)
+        lanes[4 * row + k] = first + k <= last ? static_cast<uint8_t>(first + k) : 0x80;
+      shifts[row] = static_cast<uint32_t>(bit % 8);
+    }
+  }
+};
+
+template <int Bits>
+MTPLX_AVX2 inline __m256i DecodeByShifts(__m256i bytes) {
+  static constexpr ShiftDecodeTables<Bits> kTables;
   __m256i v = _mm256_shuffle_epi8(
       bytes, _mm256_load_si256(reinterpret_cast<const __m256i*>(kTables.lanes)));
   if constexpr (Bits % 2 == 1) {
@@ -281,15 +288,94 @@ MTPLX_AVX2 inline __m256i PackedHalfStep(const uint8_t* src) {
   return _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3));
 }
 
-// Half of step s of a group of codes of `Bits` bits (2, 3, 5 or 6) as bytes, decoded in registers
-// from the panel's bit stream. A function, not a lambda: clang does not give a lambda its
-// enclosing function's target attribute.
+// Decoding by a multiply: row r's 32-bit lane holds two 16-bit words, word w for codes 2w and
+// 2w + 1; vpshufb copies the two bytes that hold them (the low code starts at bit `offset` < 8 of
+// the first), and a multiply by 2^(kCodeShift - offset) moves every word's low code to bit
+// kCodeShift and its high code to kCodeShift + Bits, the same in every word.
 template <int Bits>
+struct MultiplyDecodeTables {
+  using Layout = PackedHalfLayout<Bits>;
+  static constexpr int LowCodeBit(int row, int word) { return 4 * Bits * row + 2 * Bits * word; }
+  static constexpr int MostOffset() {
+    int most = 0;
+    for (int row = 0; row < 8; ++row)
+      for (int word = 0; word < 2; ++word) most = std::max(most, LowCodeBit(row, word) % 8);
+    return most;
+  }
+  static constexpr int kCodeShift = MostOffset();
+  static_assert(kCodeShift + 2 * Bits <= 16, "both codes of a word stay in its 16 bits");
+  alignas(32) uint8_t words[32];
+  alignas(32) uint16_t multipliers[16];
+  constexpr MultiplyDecodeTables() : words(), multipliers() {
+    for (int row = 0; row < 8; ++row) {
+      for (int word = 0; word < 2; ++word) {
+        const int bit = LowCodeBit(row, word), slot = 4 * row + 2 * word;
+        const int first = Layout::FirstByte(row, bit), last = Layout::LastByte(row, bit, 2 * Bits);
+        words[slot] = static_cast<uint8_t>(first);
+        words[slot + 1] = last > first ? static_cast<uint8_t>(last) : 0x80;
+        multipliers[2 * row + word] = static_cast<uint16_t>(1 << (kCodeShift - bit % 8));
+      }
+    }
+  }
+};
+
+// Shifts every 16-bit word of v left by kLeft (right when negative).
+template <int kLeft>
+MTPLX_AVX2 inline __m256i ShiftWords(__m256i v) {
+  if constexpr (kLeft >= 0) {
+    return _mm256_slli_epi16(v, kLeft);
+  } else {
+    return _mm256_srli_epi16(v, -kLeft);
+  }
+}
+
+// After the multiply (MultiplyDecodeTables) a shift right by kCodeShift puts each word's low code
+// at bit 0, another shift its high code at bit 8, a byte blend takes each from its shift and one
+// mask clears the rest: six operations where DecodeByShifts takes ten or eleven, but one of them a
+// multiply, which AMD cores run on the pipe that also runs vpmaddubsw and vpmaddwd.
+template <int Bits>
+MTPLX_AVX2 inline __m256i DecodeByMultiply(__m256i bytes) {
+  using Tables = MultiplyDecodeTables<Bits>;
+  static constexpr Tables kTables;
+  constexpr int kShift = Tables::kCodeShift, kMask = (1 << Bits) - 1;
+  const __m256i pairs = _mm256_shuffle_epi8(
+      bytes, _mm256_load_si256(reinterpret_cast<const __m256i*>(kTables.words)));
+  const __m256i aligned = _mm256_mullo_epi16(
+      pairs, _mm256_load_si256(reinterpret_cast<const __m256i*>(kTables.multipliers)));
+  const __m256i low = _mm256_srli_epi16(aligned, kShift);
+  const __m256i high = ShiftWords<8 - kShift - Bits>(aligned);
+  const __m256i both = _mm256_blendv_epi8(low, high, _mm256_set1_epi16(static_cast<short>(0xFF00)));
+  return _mm256_and_si256(both, _mm256_set1_epi16(static_cast<short>(kMask | kMask << 8)));
+}
+
+// Up to how many activation rows the codes are decoded by a multiply. With one or two rows the
+// decode is most of the work and the multiply form's fewer operations win; from three rows the
+// multiplies of the products are, and the shift form leaves their pipe to them (Zen 1, x8 models,
+// interleaved `mtplx bench` runs, shifts -> multiply up to 2 rows: a plain step at 2 / 3 / 5 / 6
+// bits 33.0-36.7 / 39.0-39.4 / 40.8-41.6 / 36.7-37.8 -> 27.0-28.2 / 27.3-27.7 / 29.6-32.4 /
+// 31.8-33.5 ms, a 2-row verify at 2 / 5 / 6 bits 43.0-47.2 / 50.4-52.1 / 47.1-48.3 -> 38.7-40.1 /
+// 41.6-42.6 / 45.8-46.2 ms, 3 to 5 rows unchanged; the multiply at every row count took a 4-row
+// verify at 2 / 6 bits from 61.7-64.1 / 65.7-65.8 to 67.7-71.3 / 71.4-72.9 ms).
+constexpr int kMultiplyDecodeRows = 2;
+
+// Half of step s of a group of codes of `Bits` bits (2, 3, 5 or 6) as bytes in the 8-bit order,
+// decoded in registers from the panel's bit stream for `Rows` activation rows. Spreading a panel to
+// a buffer first and reading it back cost more than the products on AVX2 (Zen 3, x8 model: a plain
+// step at 6 bits 21.9 -> 18.9 ms and a 4-row verify 34 -> 27 ms; at 2 / 3 / 5 bits a plain step
+// 19.0 / 18.9 / 19.1 -> 12.8-13.2 / 14.1 / 15.1 ms and a 4-row verify 28.1 / 27.9 / 28.1 ->
+// 23.1-23.6 / 24.4-25.5 / 24.9-25.1 ms). A function, not a lambda: clang does not give a lambda its
+// enclosing function's target attribute.
+template <int Bits, int Rows>
 MTPLX_AVX2 inline __m256i SmallCodesHalfStep(const uint8_t* wg, int half, int64_t s,
                                              bool prefetch) {
   const uint8_t* step = wg + s * 8 * Bits;
   if (prefetch) PrefetchAhead(step);
-  return PackedHalfStep<Bits>(step + half * 4 * Bits);
+  const __m256i bytes = LoadPackedHalf<Bits>(step + half * 4 * Bits);
+  if constexpr (Rows <= kMultiplyDecodeRows) {
+    return DecodeByMultiply<Bits>(bytes);
+  } else {
+    return DecodeByShifts<Bits>(bytes);
+  }
 }
 
 // How many steps of codes of `Bits` bits add their vpmaddubsw sums in int16 before one vpmaddwd
@@ -321,7 +407,7 @@ MTPLX_AVX2 inline void GroupHalfSmallCodes(const uint8_t* wg, int half, const in
 #pragma GCC unroll 8
       for (int k = 0; k < kWiden; ++k) {
         const int64_t s = s0 + w + k;
-        const __m256i codes = SmallCodesHalfStep<Bits>(wg, half, s, prefetch);
+        const __m256i codes = SmallCodesHalfStep<Bits, Rows>(wg, half, s, prefetch);
 #pragma GCC unroll 8
         for (int m = 0; m < Rows; ++m) {
           const __m256i products = _mm256_maddubs_epi16(codes, Broadcast4(xg[m] + s * 4));
@@ -361,13 +447,12 @@ MTPLX_AVX2 inline void GroupHalfNibbles(const uint8_t* wg, int half, const int8_
 
 // Accumulates one half (8 output rows) of one group for `Rows` activation rows: acc[m] gets the
 // exact int32 dot of the group's codes with activation row m (for 8-bit without VNNI, of codes -
-// 128: PanelRows adds the offset back). SmallCodes: the VNNI dots' narrower codes spread to bytes.
-template <Dot D, int Bits, int Rows, bool SmallCodes>
+// 128: PanelRows adds the offset back).
+template <Dot D, int Bits, int Rows>
 MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* const* xg,
                                  int64_t group_size, bool prefetch, __m256i* acc) {
   static_assert(Bits == 4 || Bits == 8 || D == Dot::kMaddubs,
                 "the VNNI dots take other widths spread to bytes (UnpackPanelAvx2)");
-  static_assert(D != Dot::kMaddubs || !SmallCodes, "vpmaddubsw decodes packed codes itself");
   if constexpr (D != Dot::kMaddubs) {
     GroupHalfVnni<D, Bits, Rows>(wg, half, xg, group_size, prefetch, acc);
   } else if constexpr (Bits == 8) {
@@ -379,7 +464,7 @@ MTPLX_AVX2 inline void GroupHalf(const uint8_t* wg, int half, const int8_t* cons
   }
 }
 
-template <Dot D, int Bits, int Rows, bool SmallCodes = false>
+template <Dot D, int Bits, int Rows>
 MTPLX_AVX2 void PanelRows(const Matrix& w, const PanelSpan& span, const PreparedActivations& act,
                           int64_t row0, float* y, int64_t y_stride, bool prefetch) {
   const int64_t group_size = w.quant.group_size, groups = act.groups;
@@ -400,8 +485,8 @@ MTPLX_AVX2 void PanelRows(const Matrix& w, const PanelSpan& span, const Prepared
       __m256i acc[Rows];
 #pragma GCC unroll 8
       for (int m = 0; m < Rows; ++m) acc[m] = _mm256_setzero_si256();
-      GroupHalf<D, Bits, Rows, SmallCodes>(wg, half, xg, group_size, prefetch && half == 0, acc);
-      if constexpr (D == Dot::kMaddubs && Bits == 8 && !SmallCodes) {
+      GroupHalf<D, Bits, Rows>(wg, half, xg, group_size, prefetch && half == 0, acc);
+      if constexpr (D == Dot::kMaddubs && Bits == 8) {
 #pragma GCC unroll 8
         for (int m = 0; m < Rows; ++m)
           acc[m] = _mm256_add_epi32(acc[m], _mm256_set1_epi32(128 * x8_sums[m * groups + g]));
@@ -496,11 +581,12 @@ void PanelAllRows(const Matrix& w, int64_t panel, const PreparedActivations& act
     });
   } else {
     // The VNNI dots: spread to bytes once a panel, not once a half and row block; the 8-bit steps
-    // run on it.
+    // run on it (vpmaddubsw decodes packed codes itself; its 8-bit step takes codes as signed).
+    static_assert(D != Dot::kMaddubs);
     const PanelSpan unpacked = UnpackPanelAvx2<Bits>(w, panel);
     ForRowBlocksUpTo6(act.rows, [&](auto block, int64_t m) {
-      PanelRows<D, 8, decltype(block)::value, /*SmallCodes=*/true>(
-          w, unpacked, act, m, y + m * y_stride, y_stride, /*prefetch=*/false);
+      PanelRows<D, 8, decltype(block)::value>(w, unpacked, act, m, y + m * y_stride, y_stride,
+                                              /*prefetch=*/false);
     });
   }
 }
