@@ -18,6 +18,9 @@ function(mtplx_test area name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
+  if("unit" IN_LIST ARG_LABELS)  # built together by the unit_tests target (tests/CMakeLists.txt)
+    set_property(GLOBAL APPEND PROPERTY MTPLX_UNIT_TEST_TARGETS ${target})
+  endif()
   gtest_discover_tests(${target} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                        DISCOVERY_TIMEOUT 60
                        ENVIRONMENT "MTPLX_SOURCE_DIR=${PROJECT_SOURCE_DIR};MTPLX_BINARY_DIR=${PROJECT_BINARY_DIR};MTPLX_HOME=${PROJECT_BINARY_DIR}/test-home")

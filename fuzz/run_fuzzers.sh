@@ -7,7 +7,11 @@
 # Usage: fuzz/run_fuzzers.sh [seconds per target, default 30] [target ...]
 #   MTPLX_FUZZ_JOBS    build parallelism (default 1)
 #   MTPLX_FUZZ_SEED    libFuzzer seed (default 1: CI replays the prefix that was run here)
-#   MTPLX_FUZZ_ARTIFACTS  where crash reproducers go (default build-fuzz/fuzz/artifacts)
+#   MTPLX_FUZZ_ARTIFACTS  where crash reproducers go (default <build>/fuzz/artifacts)
+#   MTPLX_FUZZ_BUILD   an already configured build folder with MTPLX_BUILD_FUZZ=ON to build them
+#                      in (CI: build-asan, the "asan" preset's one build for the sanitizer
+#                      suites and the fuzzers); default build-fuzz, configured by the "fuzz"
+#                      preset
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,10 +28,12 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -lt 1 ]]; then
 fi
 
 cd "$root"
-cmake --preset fuzz >/dev/null
-cmake --build build-fuzz -j"${MTPLX_FUZZ_JOBS:-1}" --target "${targets[@]}"
+build="${MTPLX_FUZZ_BUILD:-build-fuzz}"
+[[ "$build" == /* ]] || build="$root/$build"
+[[ -n "${MTPLX_FUZZ_BUILD:-}" ]] || cmake --preset fuzz >/dev/null
+cmake --build "$build" -j"${MTPLX_FUZZ_JOBS:-1}" --target "${targets[@]}"
 
-artifacts="${MTPLX_FUZZ_ARTIFACTS:-$root/build-fuzz/fuzz/artifacts}"
+artifacts="${MTPLX_FUZZ_ARTIFACTS:-$build/fuzz/artifacts}"
 mkdir -p "$artifacts"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/mtplx-fuzz.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
@@ -46,7 +52,7 @@ for target in "${targets[@]}"; do
   dict=()
   if [[ -f "$root/fuzz/$target.dict" ]]; then dict=(-dict="$root/fuzz/$target.dict"); fi
   set +e
-  "$root/build-fuzz/fuzz/$target" "${dict[@]}" "$corpus" -max_len="$max_len" -max_total_time="$seconds" \
+  "$build/fuzz/$target" "${dict[@]}" "$corpus" -max_len="$max_len" -max_total_time="$seconds" \
       -seed="${MTPLX_FUZZ_SEED:-1}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$artifacts/$target-" >"$log" 2>&1
   rc=$?

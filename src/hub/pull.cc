@@ -194,7 +194,10 @@ Result<PullResult> Pull(const PullOptions& o) {
   const std::string endpoint = Endpoint(o);
   const std::string token = Token(o);
   MTPLX_ASSIGN_OR_RETURN(auto listing, ListFiles(o, endpoint, token));
-  const auto& [commit, files] = listing;
+  // References, not a structured binding: clang 14 (the sanitizer and fuzz builds) cannot capture
+  // a binding in the worker lambda below.
+  const std::string& commit = listing.first;
+  const std::vector<RemoteFile>& files = listing.second;
   if (files.empty()) return NotFound(StrCat(o.repo, " has no files mtplx can use"));
   const std::string cache = o.cache_dir.empty() ? io::HubCacheDir() : o.cache_dir;
   std::string folder = "models--" + o.repo;

@@ -16,7 +16,8 @@ inline float ExpF32(float x) {
   const float clamped = x > 88.3f ? 88.3f : (x < -87.3f ? -87.3f : x);
   // Round to nearest by the 1.5 * 2^23 trick (exact for |v| < 2^22; no rounding-mode calls).
   constexpr float kShift = 12582912.0f;
-  const float n = (clamped * 1.44269504089f + kShift) - kShift;
+  const float shifted = clamped * 1.44269504089f + kShift;
+  const float n = shifted - kShift;
   const float r = (clamped - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
   float p = 1.0f / 5040.0f;
   p = p * r + 1.0f / 720.0f;
@@ -26,7 +27,10 @@ inline float ExpF32(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  // 2^n from the integer in the low mantissa bits of `shifted`, as ExpF64 does: a float-to-int
+  // conversion of n would be undefined for a NaN input (clang's UBSan reports it).
+  const uint32_t ni = std::bit_cast<uint32_t>(shifted) - std::bit_cast<uint32_t>(kShift);
+  const float scale = std::bit_cast<float>((ni + 127u) << 23);
   return x < -87.3f ? 0.0f : p * scale;
 }
 

@@ -314,8 +314,8 @@ void Server::Routes() {
       });
 
   // Parses the body, then runs `handler(json)`, which answers or returns an error.
-  auto json_route = [this](auto handler) {
-    return [this, handler](const httplib::Request& req, httplib::Response& res) {
+  auto json_route = [](auto handler) {
+    return [handler](const httplib::Request& req, httplib::Response& res) {
       Json body;
       if (api::MaybeError error = api::ParseBody(req.body, body)) {
         SendError(req, res, *error);
