@@ -11,6 +11,9 @@
 //         most frequent continuation of the same prefix in the plain samples 3 times in 4, else
 //         a uniformly random token, so accepted drafts, corrections and bonuses all occur.
 //
+// Every sample starts from one prefix state of the prompt but its last token (BuildPrefix, restored
+// as the server's prompt cache restores it), so a sample runs one prompt row, not the whole prompt.
+//
 // Tests (fixed seeds: deterministic): chi-square homogeneity of the joint outcome of the first 3
 // tokens (sparse cells pooled), of their repeat pattern (which of them are equal) and of each
 // position's marginal, Bonferroni over all of them at alpha = 1e-3. Every spec seed differs from
@@ -33,12 +36,14 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/rng.h"
 #include "engine/depth_controller.h"
 #include "engine/generator.h"
+#include "engine/prefix.h"
 #include "engine/speculative.h"
 #include "sample/test_stats.h"
 #include "support/synthetic_model.h"
@@ -54,6 +59,8 @@ struct ModelUnderTest {
   std::string model_dir;  // empty: synthetic dense-tiny
   std::vector<int32_t> prompt = {17, 400};
   int draft_head_bits = 0;
+  // The exact reference numerics by default; int8 runs the CLI's and server's kernels.
+  kernels::Activations activations = kernels::Activations::kF32;
 };
 
 inline std::unique_ptr<model::Model> LoadModel(const ModelUnderTest& setup) {
@@ -61,6 +68,7 @@ inline std::unique_ptr<model::Model> LoadModel(const ModelUnderTest& setup) {
   options.show_progress = false;
   options.threads = 1;
   options.draft_head_bits = setup.draft_head_bits;
+  options.activations = setup.activations;
   const std::string dir =
       setup.model_dir.empty() ? testing::SyntheticModel("dense-tiny") : setup.model_dir;
   auto m = model::Model::Load(dir, options);
@@ -71,9 +79,11 @@ inline std::unique_ptr<model::Model> LoadModel(const ModelUnderTest& setup) {
 // T = 0.6, top-p 0.95, top-k 20; with `penalties` also presence -1.0 and frequency -0.5: negative
 // (allowed, OpenAI range [-2, 2]) so that repeats become ~12x MORE likely and common enough for
 // the token counts the engine keeps across verify rows to matter to the test.
-inline GenerateRequest BaseRequest(const ModelUnderTest& setup, int max_tokens, bool penalties) {
+inline GenerateRequest BaseRequest(const ModelUnderTest& setup, const PrefixState& prefix,
+                                   int max_tokens, bool penalties) {
   GenerateRequest r;
   r.prompt = setup.prompt;
+  r.prefix = &prefix;
   r.sampling.temperature = 0.6;
   r.sampling.top_p = 0.95;
   r.sampling.top_k = 20;
@@ -87,10 +97,10 @@ inline GenerateRequest BaseRequest(const ModelUnderTest& setup, int max_tokens, 
 
 using Samples = std::vector<std::vector<int32_t>>;
 
-inline Samples RunPlain(const model::Model& m, const ModelUnderTest& setup, int samples,
-                        int max_tokens, bool penalties) {
+inline Samples RunPlain(const model::Model& m, const ModelUnderTest& setup,
+                        const PrefixState& prefix, int samples, int max_tokens, bool penalties) {
   Samples out;
-  GenerateRequest request = BaseRequest(setup, max_tokens, penalties);
+  GenerateRequest request = BaseRequest(setup, prefix, max_tokens, penalties);
   for (int i = 0; i < samples; ++i) {
     request.seed = 1 + static_cast<uint64_t>(i);
     auto r = GeneratePlain(m, request, nullptr);
@@ -132,11 +142,12 @@ class Oracle {
   std::map<std::vector<int32_t>, int32_t> mode_;
 };
 
-inline Samples RunSpeculative(const model::Model& m, const ModelUnderTest& setup, int samples,
-                              int max_tokens, bool penalties, int depth, const Oracle* oracle,
-                              SpecTotals* totals, bool adaptive = false) {
+inline Samples RunSpeculative(const model::Model& m, const ModelUnderTest& setup,
+                              const PrefixState& prefix, int samples, int max_tokens,
+                              bool penalties, int depth, const Oracle* oracle, SpecTotals* totals,
+                              bool adaptive = false) {
   Samples out;
-  GenerateRequest request = BaseRequest(setup, max_tokens, penalties);
+  GenerateRequest request = BaseRequest(setup, prefix, max_tokens, penalties);
   const int32_t vocab = static_cast<int32_t>(m.config().vocab_size);
   SplitMix64 proposal_rng(0);
   SpeculativeOptions options;
@@ -233,6 +244,10 @@ inline void CheckScenarios(int samples, const std::vector<Scenario>& scenarios,
                            const ModelUnderTest& setup = {}) {
   auto m = LoadModel(setup);
   ASSERT_TRUE(m);
+  ASSERT_GE(setup.prompt.size(), 2u);
+  auto prefix =
+      BuildPrefix(*m, std::span<const int32_t>(setup.prompt.data(), setup.prompt.size() - 1));
+  ASSERT_TRUE(prefix.ok()) << prefix.status().ToString();
   auto clock = std::chrono::steady_clock::now();
   auto lap = [&]() {
     const auto now = std::chrono::steady_clock::now();
@@ -245,7 +260,7 @@ inline void CheckScenarios(int samples, const std::vector<Scenario>& scenarios,
     for (const Scenario& s : scenarios)
       if (s.penalties == penalties) max_tokens = std::max(max_tokens, s.max_tokens);
     if (max_tokens == 0) continue;
-    const Samples plain_all = RunPlain(*m, setup, samples, max_tokens, penalties);
+    const Samples plain_all = RunPlain(*m, setup, *prefix, samples, max_tokens, penalties);
     ASSERT_EQ(static_cast<int>(plain_all.size()), samples);
     std::printf("plain%s: %d samples x %d tokens in %.1f s\n", penalties ? " (penalties)" : "",
                 samples, max_tokens, lap());
@@ -255,8 +270,9 @@ inline void CheckScenarios(int samples, const std::vector<Scenario>& scenarios,
       Samples plain;
       for (const auto& p : plain_all) plain.emplace_back(p.begin(), p.begin() + s.max_tokens);
       SpecTotals totals;
-      const Samples spec = RunSpeculative(*m, setup, samples, s.max_tokens, penalties, s.depth,
-                                          s.oracle ? &oracle : nullptr, &totals, s.adaptive);
+      const Samples spec =
+          RunSpeculative(*m, setup, *prefix, samples, s.max_tokens, penalties, s.depth,
+                         s.oracle ? &oracle : nullptr, &totals, s.adaptive);
       ASSERT_EQ(static_cast<int>(spec.size()), samples);
       for (const auto& x : spec) ASSERT_EQ(static_cast<int>(x.size()), s.max_tokens);
       const Comparison c = Compare(plain, spec);

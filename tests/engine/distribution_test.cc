@@ -18,7 +18,8 @@ TEST(DistributionTest, SpeculativeMatchesPlainJointDistribution) {
 
 // On the trained model the MTP head drafts inside p's support and its sampled q really matters
 // (acceptance min(1, p/q), residual (p - q)+): the errors a random synthetic head cannot reveal.
-// Depth 2, drafts from the 4-bit draft head, a code prompt; and adaptive depth, where a cycle's
+// Depth 2, drafts from the 4-bit draft head, a code prompt, int8 activations as the CLI and server
+// run them; and adaptive depth, where a cycle's
 // own drafts decide whether its second draft runs (three tokens leave room for two).
 TEST(DistributionTest, TrainedModelSampledDraftsMatchPlain) {
   const std::string dir = testing::TrainedModelDir();
@@ -29,6 +30,7 @@ TEST(DistributionTest, TrainedModelSampledDraftsMatchPlain) {
   setup.model_dir = dir;
   setup.prompt = tokenizer->Encode("import os\nimport sys\n\n\ndef main():\n    ", false);
   setup.draft_head_bits = 4;
+  setup.activations = kernels::Activations::kInt8;  // as `run` and `serve` decode
   CheckScenarios(
       2000,
       {{"trained mtp-head", 2, false, 3},
