@@ -2,14 +2,16 @@
 // token for token with and without MTP drafting, every reply is a sentence of the grammar, and
 // sampled replies follow the same (masked) distribution either way. On the bundled trained
 // model, whose MTP head drafts well, so drafts are accepted, corrected and completed by bonus
-// tokens under the grammar.
+// tokens under the grammar. At int8 activations, as `run` and `serve` decode.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <span>
 
 #include "engine/generator.h"
+#include "engine/prefix.h"
 #include "engine/speculative.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
@@ -34,6 +36,7 @@ Loaded Load() {
   model::LoadOptions options;
   options.show_progress = false;
   options.threads = 1;
+  options.activations = kernels::Activations::kInt8;  // as `run` and `serve` decode
   auto m = model::Model::Load(testing::TrainedModelDir(), options);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   if (!m.ok()) return s;
@@ -146,6 +149,11 @@ TEST(ConstrainedTest, SampledRepliesFollowTheMaskedDistribution) {
   request.sampling.top_k = 0;
   request.sampling.top_p = 1.0;
   request.max_tokens = 3;
+  // Every sample starts from the state of the prompt but its last token: one prompt row a sample.
+  auto prefix = BuildPrefix(
+      *s.model, std::span<const int32_t>(request.prompt.data(), request.prompt.size() - 1));
+  ASSERT_TRUE(prefix.ok()) << prefix.status().ToString();
+  request.prefix = &*prefix;
   int64_t accepted = 0, corrections = 0;
   for (int i = 0; i < kSamples; ++i) {
     request.seed = 1 + i;
