@@ -19,8 +19,8 @@ TEST(DistributionTest, SpeculativeMatchesPlainJointDistribution) {
 // On the trained model the MTP head drafts inside p's support and its sampled q really matters
 // (acceptance min(1, p/q), residual (p - q)+): the errors a random synthetic head cannot reveal.
 // Depth 2, drafts from the 4-bit draft head, a code prompt, int8 activations as the CLI and server
-// run them; and adaptive depth, where a cycle's
-// own drafts decide whether its second draft runs (three tokens leave room for two).
+// run them; and adaptive depth, where a cycle's own drafts decide whether its second draft runs
+// (three tokens leave room for two).
 TEST(DistributionTest, TrainedModelSampledDraftsMatchPlain) {
   const std::string dir = testing::TrainedModelDir();
   if (!std::filesystem::exists(dir + "/config.json")) GTEST_SKIP() << "no trained model";
