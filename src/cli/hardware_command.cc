@@ -27,6 +27,7 @@ nlohmann::json ToJson(const kernels::HardwareInfo& h) {
        {{"quantized_matmul", h.matmul_kernel},
         {"avx512_kernels", h.avx512_kernels},
         {"mtplx_kernels_cap", h.kernel_cap}}},
+      {"splits_wide_vectors", h.splits_wide_vectors},
       {"fast_bf16", h.fast_bf16}};
 }
 
@@ -45,6 +46,8 @@ void Print(const kernels::HardwareInfo& h) {
   std::printf("Kernels:  quantized matmul %s; attention, DeltaNet and sampler scans %s",
               h.matmul_kernel.c_str(), h.avx512_kernels ? "avx512" : "portable/auto-vectorized");
   if (h.kernel_cap != "none") std::printf(" (capped by MTPLX_KERNELS=%s)", h.kernel_cap.c_str());
+  if (h.splits_wide_vectors)
+    std::printf("\nVectors:  256-bit instructions run as two 128-bit halves on this core");
   std::printf("\nbf16:     %s\n", h.fast_bf16 ? "native instructions"
                                               : "converted in software (fp16 packs run the same)");
 }

@@ -84,17 +84,20 @@ int PriorBestDepth(int max_depth, const std::vector<double>& cycle_costs);
 enum class CostRegime {
   kStreamed,            // weights stream from memory; the kernel has an int8 dot product
   kStreamedArithmetic,  // weights stream, but arithmetic without a dot product keeps pace
+  kStreamedHalfWidth,   // weights stream, and that arithmetic runs on 128-bit halves
   kCached,              // weights sit in cache: arithmetic dominates
 };
 
-// The regime of a model from whether its decode step streams its weights from memory and whether
-// this machine's int8 kernel has a dot-product instruction.
-CostRegime CostRegimeOf(bool weights_stream, bool kernel_has_dot_product);
+// The regime of a model from whether its decode step streams its weights from memory, whether
+// this machine's int8 kernel has a dot-product instruction and, without one, whether the CPU
+// splits each 256-bit instruction into two 128-bit halves.
+CostRegime CostRegimeOf(bool weights_stream, bool kernel_has_dot_product, bool splits_wide_vectors);
 
 // T(d) for d = 0..max_depth from a model's shape: a verify row beyond the first costs a little
 // of a step when the weights stream and the kernel has a dot product (they are read once for all
-// rows), an eighth without one (more for each row beyond the third, as measured), and about a
-// third when they sit in cache; a draft step costs its share of the weight bytes a step reads.
+// rows), an eighth without one (more for each row beyond the third, as measured), half a step
+// where that arithmetic runs on 128-bit halves, and about a third when the weights sit in cache;
+// a draft step costs its share of the weight bytes a step reads.
 std::vector<double> EstimateCycleCosts(double draft_bytes_ratio, CostRegime regime, int max_depth);
 
 }  // namespace mtplx::engine

@@ -133,7 +133,7 @@ void Engine::ChooseMode() {
     const double decode = static_cast<double>(std::max<uint64_t>(model_->DecodeWeightBytes(), 1));
     const CostRegime regime =
         CostRegimeOf(kernels::WeightsStreamFromMemory(model_->DecodeWeightBytes()),
-                     kernels::QuantKernelHasDotProduct());
+                     kernels::QuantKernelHasDotProduct(), kernels::QuantKernelSplitsWideVectors());
     cycle_costs_ = EstimateCycleCosts(static_cast<double>(model_->DraftWeightBytes()) / decode,
                                       regime, max_depth_);
   }

@@ -1,7 +1,12 @@
 #include "kernels/cpu.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 namespace mtplx::kernels {
 
@@ -26,6 +31,36 @@ bool Avx512FKernelsEnabled() {
            KernelCapFromEnvironment() >= KernelCap::kAvx512;
   }();
   return enabled;
+#else
+  return false;
+#endif
+}
+
+bool SplitsWideVectors(std::string_view vendor, unsigned family, unsigned model) {
+  if (vendor == "HygonGenuine") return family == 0x18;
+  return vendor == "AuthenticAMD" && family == 0x17 && model < 0x30;
+}
+
+bool SplitsWideVectors() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool splits = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+    char vendor[13] = {};
+    std::memcpy(vendor, &ebx, 4);
+    std::memcpy(vendor + 4, &edx, 4);
+    std::memcpy(vendor + 8, &ecx, 4);
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    // Family and model as the vendors number them: the extended fields count only where the
+    // base family is 0Fh (and, for the model, 06h).
+    const unsigned base_family = (eax >> 8) & 0xf, base_model = (eax >> 4) & 0xf;
+    const unsigned family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
+    const unsigned model = base_family == 0xf || base_family == 0x6
+                               ? base_model | (((eax >> 16) & 0xf) << 4)
+                               : base_model;
+    return SplitsWideVectors(vendor, family, model);
+  }();
+  return splits;
 #else
   return false;
 #endif

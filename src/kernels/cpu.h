@@ -3,6 +3,8 @@
 // without AVX2) runs: benchmarks compare the paths, and CI runs the model suites on them.
 #pragma once
 
+#include <string_view>
+
 namespace mtplx::kernels {
 
 // kAvxVnni: the AVX2 kernels with vpdpbusd on 256-bit registers (what an Intel client core from
@@ -16,5 +18,14 @@ KernelCap KernelCapFromEnvironment();
 // AVX512F present and not capped below AVX-512: the attention, Gated DeltaNet and sampler scan
 // kernels (which need nothing beyond AVX512F).
 bool Avx512FKernelsEnabled();
+
+// Whether a CPU with this cpuid vendor string, family and model (the display values, extended
+// fields folded in) executes each 256-bit instruction as two 128-bit halves: AMD Zen and Zen+
+// (family 17h, models below 30h) and Hygon Dhyana (family 18h, the same core). Its AVX2 kernels
+// then do half the arithmetic a cycle that their register width suggests, so a verify row costs
+// a large share of a step even while the weights stream (x8 model: about half a step per row).
+bool SplitsWideVectors(std::string_view vendor, unsigned family, unsigned model);
+// The same for this CPU (false off x86).
+bool SplitsWideVectors();
 
 }  // namespace mtplx::kernels

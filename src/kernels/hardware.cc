@@ -171,6 +171,7 @@ HardwareInfo DetectHardware() {
   h.kernel_cap = env && *env ? std::string(CapName(KernelCapFromEnvironment())) : "none";
   h.matmul_kernel = QuantKernelName();
   h.avx512_kernels = Avx512FKernelsEnabled();
+  h.splits_wide_vectors = SplitsWideVectors();
   return h;
 }
 

@@ -22,6 +22,8 @@ struct HardwareInfo {
   std::string kernel_cap;       // MTPLX_KERNELS, "none" when unset
   std::string matmul_kernel;    // the quantized matmul path: amx-int8, avx512-vnni, avx2, ...
   bool avx512_kernels = false;  // attention, Gated DeltaNet and sampler scans on AVX-512
+  // 256-bit instructions run as two 128-bit halves (AMD Zen and Zen+, Hygon Dhyana).
+  bool splits_wide_vectors = false;
   // Whether bf16 arithmetic is native here (else an FP16 sibling pack may suit better).
   bool fast_bf16 = false;
 

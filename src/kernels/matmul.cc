@@ -400,6 +400,10 @@ bool QuantKernelHasDotProduct() {
   return isa != QuantIsa::kPortable && isa != QuantIsa::kAvx2;
 }
 
+bool QuantKernelSplitsWideVectors() {
+  return SelectedIsa() == QuantIsa::kAvx2 && SplitsWideVectors();
+}
+
 void MatMulReference(const Matrix& w, const float* x, int64_t m_rows, float* y) {
   std::vector<float> row(w.cols);
   for (int64_t n = 0; n < w.rows; ++n) {

@@ -54,6 +54,11 @@ const char* QuantKernelName();
 // so a verify is no longer nearly free beside the weight stream.
 bool QuantKernelHasDotProduct();
 
+// True when the int8 kernel is AVX2's and this CPU runs each 256-bit instruction as two 128-bit
+// halves (AMD Zen and Zen+, Hygon Dhyana): a verify row then costs about half a step of
+// arithmetic, even beside the weight stream.
+bool QuantKernelSplitsWideVectors();
+
 // Plain scalar reference (double accumulation), for tests.
 void MatMulReference(const Matrix& w, const float* x, int64_t m_rows, float* y);
 
