@@ -21,11 +21,13 @@
 // runs and the samples would not be independent. (The oracle is built from the plain samples,
 // but exactness holds for any proposer, so the speculative samples stay independent of them.)
 //
-// Power, checked by breaking a scratch copy of src/ (the 2,000-sample variant fails for each):
-// correction drawn from p instead of (p - q)+; bonus sampled from the wrong verify row; verify
-// rows shaped without the penalty counts. Not detectable end to end with this random synthetic
-// MTP head (it almost never drafts inside p's support): errors that only involve a sampled q;
-// tests/sample/speculative_accept_test.cc covers those.
+// Power, checked by breaking src/engine/sequence.{h,cc} (the 2,000-sample variant fails for each;
+// re-checked with the prefix-state samples): correction drawn from p instead of (p - q)+; bonus
+// sampled from the wrong verify row; verify rows shaped without the penalty counts (the oracle
+// scenario with penalties). Not detectable with this random synthetic MTP head (it almost never
+// drafts inside p's support): errors that only involve a sampled q, such as accepting with
+// probability p(d) instead of min(1, p/q); the trained model's test fails for that one, and
+// tests/sample/speculative_accept_test.cc covers the rule directly.
 #pragma once
 
 #include <gtest/gtest.h>
