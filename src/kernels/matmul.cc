@@ -37,6 +37,18 @@ template <int Bits>
 inline void Unpack32(const uint32_t* words, float* out) {
   constexpr uint32_t kMask = (1u << Bits) - 1u;
   const uint8_t* bytes = reinterpret_cast<const uint8_t*>(words);
+  // A code a byte or a nibble: plain loops the compiler widens a vector at a time (the window
+  // loop below stays scalar).
+  if constexpr (Bits == 8) {
+    for (int i = 0; i < 32; ++i) out[i] = static_cast<float>(bytes[i]);
+    return;
+  } else if constexpr (Bits == 4) {
+    for (int i = 0; i < 16; ++i) {
+      out[2 * i] = static_cast<float>(bytes[i] & 0xf);
+      out[2 * i + 1] = static_cast<float>(bytes[i] >> 4);
+    }
+    return;
+  }
 #pragma GCC unroll 32
   for (int i = 0; i < 32; ++i) {
     const int bit = i * Bits;
