@@ -41,6 +41,17 @@ bool SplitsWideVectors(std::string_view vendor, unsigned family, unsigned model)
   return vendor == "AuthenticAMD" && family == 0x17 && model < 0x30;
 }
 
+CpuFamilyModel DecodeCpuSignature(unsigned leaf1_eax) {
+  const unsigned base_family = (leaf1_eax >> 8) & 0xf;
+  const unsigned base_model = (leaf1_eax >> 4) & 0xf;
+  CpuFamilyModel decoded;
+  decoded.family = base_family == 0xf ? base_family + ((leaf1_eax >> 20) & 0xff) : base_family;
+  decoded.model = base_family == 0xf || base_family == 0x6
+                      ? base_model | (((leaf1_eax >> 16) & 0xf) << 4)
+                      : base_model;
+  return decoded;
+}
+
 bool SplitsWideVectors() {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool splits = [] {
@@ -51,14 +62,8 @@ bool SplitsWideVectors() {
     std::memcpy(vendor + 4, &edx, 4);
     std::memcpy(vendor + 8, &ecx, 4);
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-    // Family and model as the vendors number them: the extended fields count only where the
-    // base family is 0Fh (and, for the model, 06h).
-    const unsigned base_family = (eax >> 8) & 0xf, base_model = (eax >> 4) & 0xf;
-    const unsigned family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
-    const unsigned model = base_family == 0xf || base_family == 0x6
-                               ? base_model | (((eax >> 16) & 0xf) << 4)
-                               : base_model;
-    return SplitsWideVectors(vendor, family, model);
+    const CpuFamilyModel signature = DecodeCpuSignature(eax);
+    return SplitsWideVectors(vendor, signature.family, signature.model);
   }();
   return splits;
 #else

@@ -25,6 +25,14 @@ bool Avx512FKernelsEnabled();
 // then do half the arithmetic a cycle that their register width suggests, so a verify row costs
 // a large share of a step even while the weights stream (x8 model: about half a step per row).
 bool SplitsWideVectors(std::string_view vendor, unsigned family, unsigned model);
+
+// Family and model as the vendors number them, decoded from cpuid leaf 1's eax: the extended
+// fields count only where the base family is 0Fh (and, for the model, also 06h).
+struct CpuFamilyModel {
+  unsigned family = 0;
+  unsigned model = 0;
+};
+CpuFamilyModel DecodeCpuSignature(unsigned leaf1_eax);
 // The same for this CPU (false off x86).
 bool SplitsWideVectors();
 

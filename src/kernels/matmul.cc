@@ -35,29 +35,27 @@ inline float ReduceLanes(float* acc) {
 // stream). Fully unrolled: every shift and byte offset is a constant.
 template <int Bits>
 inline void Unpack32(const uint32_t* words, float* out) {
-  constexpr uint32_t kMask = (1u << Bits) - 1u;
   const uint8_t* bytes = reinterpret_cast<const uint8_t*>(words);
   // A code a byte or a nibble: plain loops the compiler widens a vector at a time (the window
   // loop below stays scalar).
   if constexpr (Bits == 8) {
     for (int i = 0; i < 32; ++i) out[i] = static_cast<float>(bytes[i]);
-    return;
   } else if constexpr (Bits == 4) {
     for (int i = 0; i < 16; ++i) {
       out[2 * i] = static_cast<float>(bytes[i] & 0xf);
       out[2 * i + 1] = static_cast<float>(bytes[i] >> 4);
     }
-    return;
-  }
+  } else {
+    constexpr uint32_t kMask = (1u << Bits) - 1u;
 #pragma GCC unroll 32
-  for (int i = 0; i < 32; ++i) {
-    const int bit = i * Bits;
-    uint32_t window = 0;
-    // Two bytes always cover a code of <= 8 bits at any bit offset; stay inside the block.
-    const int byte = bit >> 3;
-    window = bytes[byte];
-    if ((bit & 7) + Bits > 8) window |= static_cast<uint32_t>(bytes[byte + 1]) << 8;
-    out[i] = static_cast<float>((window >> (bit & 7)) & kMask);
+    for (int i = 0; i < 32; ++i) {
+      const int bit = i * Bits;
+      // Two bytes always cover a code of <= 8 bits at any bit offset; stay inside the block.
+      const int byte = bit >> 3;
+      uint32_t window = bytes[byte];
+      if ((bit & 7) + Bits > 8) window |= static_cast<uint32_t>(bytes[byte + 1]) << 8;
+      out[i] = static_cast<float>((window >> (bit & 7)) & kMask);
+    }
   }
 }
 
