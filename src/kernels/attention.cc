@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/float16.h"
+#include "kernels/attention_avx2.h"
 #include "kernels/attention_avx512.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
@@ -123,18 +124,13 @@ void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t ro
     std::vector<float> scores(tasks.largest() * pitch);
     std::vector<float> widened(kv.type == KvType::kF32 ? 0 : kPortableTile * d);
     for (int64_t task = begin; task < end; ++task) {
-      const int count = tasks.count(task);
+      const GroupTasks::Queries g = tasks.Gather(task, q, out, first_position, d);
+      const int count = g.count;
+      const float* const* qs = g.q;
+      float* const* outs = g.out;
+      const int64_t* lengths = g.length;
       const uint8_t* keys = Plane(kv.keys, kv, tasks.head(task), d);
       const uint8_t* values = Plane(kv.values, kv, tasks.head(task), d);
-      const float* qs[kMaxGroupQueries];
-      float* outs[kMaxGroupQueries];
-      int64_t lengths[kMaxGroupQueries];
-      for (int n = 0; n < count; ++n) {
-        const GroupTasks::Query query = tasks.query(task, n, d);
-        qs[n] = q + query.offset;
-        outs[n] = out + query.offset;
-        lengths[n] = first_position + query.row + 1;
-      }
       const int64_t longest = *std::max_element(lengths, lengths + count);
       for (int64_t t0 = 0; t0 < longest; t0 += kPortableTile) {
         const float* tile =
@@ -518,6 +514,8 @@ void CausalAttention(const AttentionDims& dims, const float* q, int64_t rows,
   if (fast && dims.head_dim % 16 == 0)
     return CausalAttentionAvx512(dims, q, rows, first_position, kv, scale, out, pool);
 #endif
+  if (dims.head_dim % 8 == 0 && Avx2AttentionEnabled())
+    return CausalAttentionAvx2(dims, q, rows, first_position, kv, scale, out, pool);
   CausalAttentionPacked(dims, q, rows, first_position, kv, scale, out, pool);
 }
 

@@ -71,6 +71,27 @@ class GroupTasks {
     return {row, (row * heads_ + head(task) * group_ + i % group_) * head_dim};
   }
 
+  // A task's queries as the packed kernels walk them: where each starts in q and in out, and how
+  // many positions it attends.
+  struct Queries {
+    int count;
+    const float* q[kMaxGroupQueries];
+    float* out[kMaxGroupQueries];
+    int64_t length[kMaxGroupQueries];
+  };
+  Queries Gather(int64_t task, const float* q, float* out, int64_t first_position,
+                 int64_t head_dim) const {
+    Queries queries;
+    queries.count = count(task);
+    for (int n = 0; n < queries.count; ++n) {
+      const Query one = query(task, n, head_dim);
+      queries.q[n] = q + one.offset;
+      queries.out[n] = out + one.offset;
+      queries.length[n] = first_position + one.row + 1;
+    }
+    return queries;
+  }
+
   // Runs run(begin, end) over the tasks: on the pool when their multiply-adds are worth it.
   template <typename Fn>
   void Run(Fn&& run) const {

@@ -1,0 +1,249 @@
+#include "kernels/attention_avx2.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/attention_avx512.h"
+#include "kernels/cpu.h"
+#include "kernels/ops.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+namespace mtplx::kernels {
+namespace {
+
+#define MTPLX_AVX2_ATTN __attribute__((target("avx2,fma")))
+
+// Positions of keys (or values) a task walks at a time: about 16 KiB of a plane, which stays in
+// L1 while every query block, and every slice of the head, reads it.
+constexpr int64_t kTileBytes = 16 << 10;
+// Queries scored or summed together: each key or value vector loaded (and widened) once serves
+// all of them, and their accumulators plus the loaded vectors fit the 16 ymm registers.
+constexpr int kQueryBlock = 4;
+
+MTPLX_AVX2_ATTN inline __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
+// A bf16 element widens exactly: its bits become the high half of the float's.
+MTPLX_AVX2_ATTN inline __m256 Load8(const uint16_t* p) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+}
+
+// The lanes' total, always by the same tree, so a score does not depend on its neighbours.
+MTPLX_AVX2_ATTN inline float Sum8(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+// Lines [p, p + bytes) into L2 for the tile after the one being read: DRAM's latency then hides
+// behind the current tile's arithmetic.
+MTPLX_AVX2_ATTN inline void PrefetchTile(const void* p, int64_t bytes) {
+  const char* first = static_cast<const char*>(p);
+  for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(first + b, _MM_HINT_T1);
+}
+
+// exp(score - max) in place, scaled to sum to 1. The max is the same in any order; the total
+// runs in 8 lanes and then Sum8: a scalar running max and sum are chains of dependent
+// instructions, a tenth of a long context's attention.
+MTPLX_AVX2_ATTN void Normalize(float* scores, int64_t length) {
+  const float max = MaxF32(scores, length);
+  for (int64_t t = 0; t < length; ++t) scores[t] = ExpF32(scores[t] - max);
+  __m256 lanes = _mm256_setzero_ps();
+  int64_t t = 0;
+  for (; t + 8 <= length; t += 8) lanes = _mm256_add_ps(lanes, _mm256_loadu_ps(scores + t));
+  float total = Sum8(lanes);
+  for (; t < length; ++t) total += scores[t];
+  const float inverse = 1.0f / total;
+  for (t = 0; t < length; ++t) scores[t] *= inverse;
+}
+
+// scores[n][t + k] for Q queries and K keys from t on: one accumulator per (query, key), fed
+// 8 elements at a time in order, then Sum8: the same arithmetic whatever Q and K are.
+template <typename T, int Q, int K>
+MTPLX_AVX2_ATTN inline void ScoreBlock(const float* const* qs, const T* keys, int64_t d, int64_t t,
+                                       float scale, float* const* scores) {
+  __m256 acc[Q][K];
+#pragma GCC unroll 4
+  for (int n = 0; n < Q; ++n)
+#pragma GCC unroll 2
+    for (int k = 0; k < K; ++k) acc[n][k] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < d; i += 8) {
+    __m256 key[K];
+#pragma GCC unroll 2
+    for (int k = 0; k < K; ++k) key[k] = Load8(keys + (t + k) * d + i);
+#pragma GCC unroll 4
+    for (int n = 0; n < Q; ++n) {
+      const __m256 query = _mm256_loadu_ps(qs[n] + i);
+#pragma GCC unroll 2
+      for (int k = 0; k < K; ++k) acc[n][k] = _mm256_fmadd_ps(query, key[k], acc[n][k]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int n = 0; n < Q; ++n)
+#pragma GCC unroll 2
+    for (int k = 0; k < K; ++k) scores[n][t + k] = Sum8(acc[n][k]) * scale;
+}
+
+// Scores of Q queries against keys [t0, t1), two keys at a time.
+template <typename T, int Q>
+MTPLX_AVX2_ATTN void ScoreRange(const float* const* qs, const T* keys, int64_t d, int64_t t0,
+                                int64_t t1, float scale, float* const* scores) {
+  int64_t t = t0;
+  for (; t + 2 <= t1; t += 2) ScoreBlock<T, Q, 2>(qs, keys, d, t, scale, scores);
+  if (t < t1) ScoreBlock<T, Q, 1>(qs, keys, d, t, scale, scores);
+}
+
+// outs[n][i, i + 8W) += sum over u in [u0, u1) of ps[n][u] * value u, in order of u (`fresh`:
+// start from zero instead). Each element's sum runs the same way whatever Q and W are.
+template <typename T, int Q, int W>
+MTPLX_AVX2_ATTN inline void SumSlice(const float* const* ps, const T* values, int64_t d, int64_t i,
+                                     int64_t u0, int64_t u1, bool fresh, float* const* outs) {
+  __m256 acc[Q][W];
+#pragma GCC unroll 4
+  for (int n = 0; n < Q; ++n)
+#pragma GCC unroll 2
+    for (int w = 0; w < W; ++w)
+      acc[n][w] = fresh ? _mm256_setzero_ps() : _mm256_loadu_ps(outs[n] + i + 8 * w);
+  for (int64_t u = u0; u < u1; ++u) {
+    __m256 value[W];
+#pragma GCC unroll 2
+    for (int w = 0; w < W; ++w) value[w] = Load8(values + u * d + i + 8 * w);
+#pragma GCC unroll 4
+    for (int n = 0; n < Q; ++n) {
+      const __m256 p = _mm256_broadcast_ss(ps[n] + u);
+#pragma GCC unroll 2
+      for (int w = 0; w < W; ++w) acc[n][w] = _mm256_fmadd_ps(p, value[w], acc[n][w]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int n = 0; n < Q; ++n)
+#pragma GCC unroll 2
+    for (int w = 0; w < W; ++w) _mm256_storeu_ps(outs[n] + i + 8 * w, acc[n][w]);
+}
+
+// The weighted sum of values [u0, u1) into Q outputs, 16 elements of the head at a time.
+template <typename T, int Q>
+MTPLX_AVX2_ATTN void SumRange(const float* const* ps, const T* values, int64_t d, int64_t u0,
+                              int64_t u1, bool fresh, float* const* outs) {
+  int64_t i = 0;
+  for (; i + 16 <= d; i += 16) SumSlice<T, Q, 2>(ps, values, d, i, u0, u1, fresh, outs);
+  if (i < d) SumSlice<T, Q, 1>(ps, values, d, i, u0, u1, fresh, outs);
+}
+
+// Calls fn.template operator()<Q>() with the block size as a constant.
+template <typename Fn>
+inline void WithBlock(int q, Fn&& fn) {
+  switch (q) {
+    case 1:
+      fn.template operator()<1>();
+      break;
+    case 2:
+      fn.template operator()<2>();
+      break;
+    case 3:
+      fn.template operator()<3>();
+      break;
+    default:
+      fn.template operator()<4>();
+      break;
+  }
+}
+
+// One task: the `count` queries of a key/value head (lengths[n] positions each) against its
+// planes. Keys beyond a query's length are scored with the rest of its block and then weigh
+// exactly 0, which adds nothing to any sum: a row's result is the same in any batch.
+template <typename T>
+MTPLX_AVX2_ATTN void AttendGroup(const GroupTasks::Queries& g, const T* keys, const T* values,
+                                 int64_t d, float scale, float* scores, int64_t pitch) {
+  const float* const* qs = g.q;
+  float* const* outs = g.out;
+  const int64_t* lengths = g.length;
+  const int count = g.count;
+  const int64_t longest = *std::max_element(lengths, lengths + count);
+  const int64_t tile = std::max<int64_t>(8, kTileBytes / (d * static_cast<int64_t>(sizeof(T))));
+  const int64_t row_bytes = d * static_cast<int64_t>(sizeof(T));
+  float* rows[kMaxGroupQueries];
+  for (int n = 0; n < count; ++n) rows[n] = scores + n * pitch;
+  // The longest length within each block of queries: the keys and values that block reads.
+  auto block_end = [&](int n0, int64_t t1) {
+    const int q = std::min(kQueryBlock, count - n0);
+    return std::min(t1, *std::max_element(lengths + n0, lengths + n0 + q));
+  };
+  for (int64_t t0 = 0; t0 < longest; t0 += tile) {
+    const int64_t t1 = std::min(t0 + tile, longest);
+    PrefetchTile(keys + t1 * d, (std::min(t1 + tile, longest) - t1) * row_bytes);
+    for (int n0 = 0; n0 < count; n0 += kQueryBlock) {
+      const int64_t end = block_end(n0, t1);
+      if (end <= t0) continue;
+      WithBlock(count - n0,
+                [&]<int Q>() { ScoreRange<T, Q>(qs + n0, keys, d, t0, end, scale, rows + n0); });
+    }
+  }
+  for (int n = 0; n < count; ++n) {
+    Normalize(rows[n], lengths[n]);
+    std::fill(rows[n] + lengths[n], rows[n] + longest, 0.0f);
+  }
+  for (int64_t u0 = 0; u0 < longest; u0 += tile) {
+    const int64_t u1 = std::min(u0 + tile, longest);
+    PrefetchTile(values + u1 * d, (std::min(u1 + tile, longest) - u1) * row_bytes);
+    for (int n0 = 0; n0 < count; n0 += kQueryBlock) {
+      // Every query has length >= 1, so each block's first tile is never skipped.
+      const int64_t end = block_end(n0, u1);
+      if (end <= u0) continue;
+      WithBlock(count - n0, [&]<int Q>() {
+        SumRange<T, Q>(rows + n0, values, d, u0, end, u0 == 0, outs + n0);
+      });
+    }
+  }
+}
+
+}  // namespace
+
+bool Avx2AttentionEnabled() {
+  static const bool enabled = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0 &&
+           KernelCapFromEnvironment() >= KernelCap::kAvx2;
+  }();
+  return enabled;
+}
+
+void CausalAttentionAvx2(const AttentionDims& dims, const float* q, int64_t rows,
+                         int64_t first_position, const KvPlanes& kv, float scale, float* out,
+                         ThreadPool* pool) {
+  const int64_t d = dims.head_dim;
+  const GroupTasks tasks(dims, rows, first_position, pool);
+  const int64_t pitch = first_position + rows;
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(tasks.largest() * pitch);
+    for (int64_t task = begin; task < end; ++task) {
+      const GroupTasks::Queries g = tasks.Gather(task, q, out, first_position, d);
+      const uint8_t* keys = Plane(kv.keys, kv, tasks.head(task), d);
+      const uint8_t* values = Plane(kv.values, kv, tasks.head(task), d);
+      if (kv.type == KvType::kBf16) {
+        AttendGroup(g, reinterpret_cast<const uint16_t*>(keys),
+                    reinterpret_cast<const uint16_t*>(values), d, scale, scores.data(), pitch);
+      } else {
+        AttendGroup(g, reinterpret_cast<const float*>(keys), reinterpret_cast<const float*>(values),
+                    d, scale, scores.data(), pitch);
+      }
+    }
+  };
+  tasks.Run(run);
+}
+
+}  // namespace mtplx::kernels
+
+#else
+
+namespace mtplx::kernels {
+
+bool Avx2AttentionEnabled() { return false; }
+
+void CausalAttentionAvx2(const AttentionDims&, const float*, int64_t, int64_t, const KvPlanes&,
+                         float, float*, ThreadPool*) {}
+
+}  // namespace mtplx::kernels
+
+#endif
