@@ -56,8 +56,11 @@ bool Bf16AttentionProductsAvailable();
 // together (GQA packing: every head of the group, every row), so each key block is read from
 // memory once for all of them; it scores 16 keys per block with one shared reduction tree and
 // runs softmax and the value sum on vectors, the sum in tiles of positions that stay in cache
-// while every query and every slice of the head reads them. Other CPUs and shapes take a packed
-// kernel of plain loops (the same GQA packing and tiles; target_clones vectorizes it per CPU).
+// while every query and every slice of the head reads them. CPUs with AVX2 and FMA but not that
+// kernel (head_dim a multiple of 8) take an AVX2 one of the same shape (kernels/attention_avx2.h:
+// two keys by four queries a block, the value sum 16 elements of the head at a time). Others
+// take a packed kernel of plain loops (the same GQA packing and tiles; target_clones vectorizes
+// it per CPU).
 // A bf16 cache is widened as it is read: both paths compute exactly what they compute on an f32
 // cache holding the widened values. With kBf16 products every output row is still computed the
 // same way whatever M is.

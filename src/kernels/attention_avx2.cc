@@ -29,6 +29,45 @@ MTPLX_AVX2_ATTN inline __m256 Load8(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
 }
 
+// 16 elements as two vectors, interleaved: v[0] holds elements 0-3 and 8-11, v[1] 4-7 and
+// 12-15. That is the order in which a bf16 row widens by interleaving zero words below its
+// elements (vpunpcklwd / vpunpckhwd work within 128-bit lanes): two instructions for 16 elements
+// where Load8 takes four. f32 rows load in the same order, so a bf16 cache computes exactly what
+// an f32 cache holding the widened values does. Queries are arranged, and outputs put back in
+// order, to match (SwapHalves).
+MTPLX_AVX2_ATTN inline void Load16(const float* p, __m256* v) {
+  v[0] = _mm256_loadu2_m128(p + 8, p);
+  v[1] = _mm256_loadu2_m128(p + 12, p + 4);
+}
+MTPLX_AVX2_ATTN inline void Load16(const uint16_t* p, __m256* v) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  v[0] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), bits));
+  v[1] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), bits));
+}
+// Between 16 floats in order (0-7 | 8-15) and interleaved (0-3 8-11 | 4-7 12-15): the same swap
+// of 128-bit halves turns either into the other.
+MTPLX_AVX2_ATTN inline void SwapHalves(__m256* v) {
+  const __m256 low = _mm256_permute2f128_ps(v[0], v[1], 0x20);
+  v[1] = _mm256_permute2f128_ps(v[0], v[1], 0x31);
+  v[0] = low;
+}
+
+// The queries of a group in the order their keys load (Load16) into `arranged` (d floats each).
+MTPLX_AVX2_ATTN void Arrange(const float* const* qs, int count, int64_t d, float* arranged,
+                             const float** out) {
+  for (int n = 0; n < count; ++n) {
+    float* row = arranged + n * d;
+    std::copy(qs[n], qs[n] + d, row);
+    for (int64_t i = 0; i + 16 <= d; i += 16) {
+      __m256 v[2];
+      Load16(row + i, v);
+      _mm256_storeu_ps(row + i, v[0]);
+      _mm256_storeu_ps(row + i + 8, v[1]);
+    }
+    out[n] = row;
+  }
+}
+
 // The lanes' total, always by the same tree, so a score does not depend on its neighbours.
 MTPLX_AVX2_ATTN inline float Sum8(__m256 v) {
   const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -85,8 +124,9 @@ MTPLX_AVX2_ATTN void Normalize(float* scores, int64_t length) {
   for (t = 0; t < length; ++t) scores[t] *= inverse;
 }
 
-// scores[n][t + k] for Q queries and K keys from t on: one accumulator per (query, key), fed
-// 8 elements at a time in order, then Sum8: the same arithmetic whatever Q and K are.
+// scores[n][t + k] for Q queries (arranged) and K keys from t on: one accumulator per (query,
+// key), fed 16 elements at a time in order (8 for a last odd slice), then Sum8: the same
+// arithmetic whatever Q and K are.
 template <typename T, int Q, int K>
 MTPLX_AVX2_ATTN inline void ScoreBlock(const float* const* qs, const T* keys, int64_t d, int64_t t,
                                        float scale, float* const* scores) {
@@ -95,16 +135,31 @@ MTPLX_AVX2_ATTN inline void ScoreBlock(const float* const* qs, const T* keys, in
   for (int n = 0; n < Q; ++n)
 #pragma GCC unroll 2
     for (int k = 0; k < K; ++k) acc[n][k] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < d; i += 8) {
+  int64_t i = 0;
+  for (; i + 16 <= d; i += 16) {
+    __m256 key[K][2];
+#pragma GCC unroll 2
+    for (int k = 0; k < K; ++k) Load16(keys + (t + k) * d + i, key[k]);
+#pragma GCC unroll 4
+    for (int n = 0; n < Q; ++n) {
+      __m256 low = _mm256_loadu_ps(qs[n] + i), high = _mm256_loadu_ps(qs[n] + i + 8);
+      // In registers: folded into each FMA they would be loaded once a key, and the loads,
+      // not the multiply-adds, would bound the loop.
+      asm("" : "+x"(low), "+x"(high));
+#pragma GCC unroll 2
+      for (int k = 0; k < K; ++k) {
+        acc[n][k] = _mm256_fmadd_ps(low, key[k][0], acc[n][k]);
+        acc[n][k] = _mm256_fmadd_ps(high, key[k][1], acc[n][k]);
+      }
+    }
+  }
+  if (i < d) {
     __m256 key[K];
 #pragma GCC unroll 2
     for (int k = 0; k < K; ++k) key[k] = Load8(keys + (t + k) * d + i);
 #pragma GCC unroll 4
     for (int n = 0; n < Q; ++n) {
-      __m256 query = _mm256_loadu_ps(qs[n] + i);
-      // In a register: folded into each FMA it would be loaded once a key, and the loads,
-      // not the multiply-adds, would bound the loop.
-      asm("" : "+x"(query));
+      const __m256 query = _mm256_loadu_ps(qs[n] + i);
 #pragma GCC unroll 2
       for (int k = 0; k < K; ++k) acc[n][k] = _mm256_fmadd_ps(query, key[k], acc[n][k]);
     }
@@ -125,20 +180,28 @@ MTPLX_AVX2_ATTN void ScoreRange(const float* const* qs, const T* keys, int64_t d
 }
 
 // outs[n][i, i + 8W) += sum over u in [u0, u1) of ps[n][u] * value u, in order of u (`fresh`:
-// start from zero instead). Each element's sum runs the same way whatever Q and W are.
+// start from zero instead). Each element's sum runs the same way whatever Q and W are. A slice
+// of 16 (W = 2) accumulates in the interleaved order and is put back in order.
 template <typename T, int Q, int W>
 MTPLX_AVX2_ATTN inline void SumSlice(const float* const* ps, const T* values, int64_t d, int64_t i,
                                      int64_t u0, int64_t u1, bool fresh, float* const* outs) {
+  constexpr bool kSwap = W == 2;
   __m256 acc[Q][W];
 #pragma GCC unroll 4
-  for (int n = 0; n < Q; ++n)
+  for (int n = 0; n < Q; ++n) {
 #pragma GCC unroll 2
     for (int w = 0; w < W; ++w)
       acc[n][w] = fresh ? _mm256_setzero_ps() : _mm256_loadu_ps(outs[n] + i + 8 * w);
+    if constexpr (kSwap)
+      if (!fresh) SwapHalves(acc[n]);
+  }
   for (int64_t u = u0; u < u1; ++u) {
     __m256 value[W];
-#pragma GCC unroll 2
-    for (int w = 0; w < W; ++w) value[w] = Load8(values + u * d + i + 8 * w);
+    if constexpr (W == 2) {
+      Load16(values + u * d + i, value);
+    } else {
+      value[0] = Load8(values + u * d + i);
+    }
 #pragma GCC unroll 4
     for (int n = 0; n < Q; ++n) {
       const __m256 p = _mm256_broadcast_ss(ps[n] + u);
@@ -147,9 +210,11 @@ MTPLX_AVX2_ATTN inline void SumSlice(const float* const* ps, const T* values, in
     }
   }
 #pragma GCC unroll 4
-  for (int n = 0; n < Q; ++n)
+  for (int n = 0; n < Q; ++n) {
+    if constexpr (kSwap) SwapHalves(acc[n]);
 #pragma GCC unroll 2
     for (int w = 0; w < W; ++w) _mm256_storeu_ps(outs[n] + i + 8 * w, acc[n][w]);
+  }
 }
 
 // The weighted sum of values [u0, u1) into Q outputs, 16 elements of the head at a time.
@@ -185,8 +250,10 @@ inline void WithBlock(int q, Fn&& fn) {
 // exactly 0, which adds nothing to any sum: a row's result is the same in any batch.
 template <typename T>
 MTPLX_AVX2_ATTN void AttendGroup(const GroupTasks::Queries& g, const T* keys, const T* values,
-                                 int64_t d, float scale, float* scores, int64_t pitch) {
-  const float* const* qs = g.q;
+                                 int64_t d, float scale, float* scores, int64_t pitch,
+                                 float* arranged) {
+  const float* qs[kMaxGroupQueries];
+  Arrange(g.q, g.count, d, arranged, qs);
   float* const* outs = g.out;
   const int64_t* lengths = g.length;
   const int count = g.count;
@@ -246,17 +313,18 @@ void CausalAttentionAvx2(const AttentionDims& dims, const float* q, int64_t rows
   const GroupTasks tasks(dims, rows, first_position, pool);
   const int64_t pitch = first_position + rows;
   auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(tasks.largest() * pitch);
+    std::vector<float> scores(tasks.largest() * pitch), arranged(tasks.largest() * d);
     for (int64_t task = begin; task < end; ++task) {
       const GroupTasks::Queries g = tasks.Gather(task, q, out, first_position, d);
       const uint8_t* keys = Plane(kv.keys, kv, tasks.head(task), d);
       const uint8_t* values = Plane(kv.values, kv, tasks.head(task), d);
       if (kv.type == KvType::kBf16) {
         AttendGroup(g, reinterpret_cast<const uint16_t*>(keys),
-                    reinterpret_cast<const uint16_t*>(values), d, scale, scores.data(), pitch);
+                    reinterpret_cast<const uint16_t*>(values), d, scale, scores.data(), pitch,
+                    arranged.data());
       } else {
         AttendGroup(g, reinterpret_cast<const float*>(keys), reinterpret_cast<const float*>(values),
-                    d, scale, scores.data(), pitch);
+                    d, scale, scores.data(), pitch, arranged.data());
       }
     }
   };

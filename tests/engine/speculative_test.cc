@@ -34,7 +34,7 @@ struct LoadChoice {
   // reference path. That path (the portable QuantRowDot where there is no AVX-512) costs the
   // trained model's quantized weights 5-12 times as much as int8 activations, so the trained
   // model takes it only where a test asks for it; the synthetic presets take it in every test.
-  std::optional<kernels::Activations> activations;
+  std::optional<kernels::Activations> activations = std::nullopt;
   kernels::KvType kv_type = kernels::KvType::kF32;
 };
 
