@@ -1,6 +1,7 @@
-// The fast attention kernel against its scalar twin on odd lengths, head sizes and GQA groups,
-// on f32 and bf16 caches, and the batch-invariance guarantee: a query row's output never depends
-// on how many rows run.
+// The fast attention kernel (AVX-512, AVX2 or the packed one of plain loops: whichever this CPU
+// and MTPLX_KERNELS pick; CMake registers the suite again under each cap) against its scalar twin
+// on odd lengths, head sizes and GQA groups, on f32 and bf16 caches, and the batch-invariance
+// guarantee: a query row's output never depends on how many rows run.
 // The caches are head-major planes with room to spare, as the model's caches have.
 #include "kernels/attention.h"
 
