@@ -75,11 +75,29 @@ MTPLX_AVX2_ATTN inline float Sum8(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-// Lines [p, p + bytes) into L2 for the tile after the one being read: DRAM's latency then hides
-// behind the current tile's arithmetic.
-MTPLX_AVX2_ATTN inline void PrefetchTile(const void* p, int64_t bytes) {
-  const char* first = static_cast<const char*>(p);
-  for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(first + b, _MM_HINT_T1);
+// The lines of the tile after the one being read, asked for a few at a time as the current tile's
+// work proceeds (Step: each key pair, each 16-element slice of the values), so that DRAM's latency
+// hides behind that work. Asked for in one burst at the tile's start they overflow the core's
+// miss buffers: one 9B layer at 32k keys, bf16, two threads, Zen 1 (`kernels_bench
+// --benchmark_filter='BM_Attention/32768/(1|4)/2/1/1/0$'`): the burst 18.3-19.1 ms a decode row
+// and 49.2-49.5 ms a 4-row verify, spread 10.8-11.3 and 39.4-43.3 ms. Into L1 and into L2 tie
+// within the noise (L1 2-7 % ahead); two tiles ahead gained nothing.
+struct TilePrefetch {
+  const char* next;
+  const char* end;
+  int64_t lines_per_step;
+};
+inline TilePrefetch NextTile(const void* plane, int64_t row_bytes, int64_t next_first,
+                             int64_t next_end, int64_t steps) {
+  const char* first = static_cast<const char*>(plane) + next_first * row_bytes;
+  const int64_t lines = std::max<int64_t>(0, next_end - next_first) * row_bytes / 64;
+  return {first, first + lines * 64, (lines + steps - 1) / std::max<int64_t>(steps, 1)};
+}
+MTPLX_AVX2_ATTN inline void Step(TilePrefetch& prefetch) {
+  for (int64_t i = 0; i < prefetch.lines_per_step && prefetch.next < prefetch.end; ++i) {
+    _mm_prefetch(prefetch.next, _MM_HINT_T0);
+    prefetch.next += 64;
+  }
 }
 
 // ExpF32 of 8 lanes: the same operations in the same order (the build does not contract a
@@ -173,9 +191,13 @@ MTPLX_AVX2_ATTN inline void ScoreBlock(const float* const* qs, const T* keys, in
 // Scores of Q queries against keys [t0, t1), two keys at a time.
 template <typename T, int Q>
 MTPLX_AVX2_ATTN void ScoreRange(const float* const* qs, const T* keys, int64_t d, int64_t t0,
-                                int64_t t1, float scale, float* const* scores) {
+                                int64_t t1, float scale, float* const* scores,
+                                TilePrefetch& prefetch) {
   int64_t t = t0;
-  for (; t + 2 <= t1; t += 2) ScoreBlock<T, Q, 2>(qs, keys, d, t, scale, scores);
+  for (; t + 2 <= t1; t += 2) {
+    Step(prefetch);
+    ScoreBlock<T, Q, 2>(qs, keys, d, t, scale, scores);
+  }
   if (t < t1) ScoreBlock<T, Q, 1>(qs, keys, d, t, scale, scores);
 }
 
@@ -220,9 +242,12 @@ MTPLX_AVX2_ATTN inline void SumSlice(const float* const* ps, const T* values, in
 // The weighted sum of values [u0, u1) into Q outputs, 16 elements of the head at a time.
 template <typename T, int Q>
 MTPLX_AVX2_ATTN void SumRange(const float* const* ps, const T* values, int64_t d, int64_t u0,
-                              int64_t u1, bool fresh, float* const* outs) {
+                              int64_t u1, bool fresh, float* const* outs, TilePrefetch& prefetch) {
   int64_t i = 0;
-  for (; i + 16 <= d; i += 16) SumSlice<T, Q, 2>(ps, values, d, i, u0, u1, fresh, outs);
+  for (; i + 16 <= d; i += 16) {
+    Step(prefetch);
+    SumSlice<T, Q, 2>(ps, values, d, i, u0, u1, fresh, outs);
+  }
   if (i < d) SumSlice<T, Q, 1>(ps, values, d, i, u0, u1, fresh, outs);
 }
 
@@ -269,12 +294,14 @@ MTPLX_AVX2_ATTN void AttendGroup(const GroupTasks::Queries& g, const T* keys, co
   };
   for (int64_t t0 = 0; t0 < longest; t0 += tile) {
     const int64_t t1 = std::min(t0 + tile, longest);
-    PrefetchTile(keys + t1 * d, (std::min(t1 + tile, longest) - t1) * row_bytes);
+    TilePrefetch prefetch =
+        NextTile(keys, row_bytes, t1, std::min(t1 + tile, longest), (t1 - t0) / 2);
     for (int n0 = 0; n0 < count; n0 += kQueryBlock) {
       const int64_t end = block_end(n0, t1);
       if (end <= t0) continue;
-      WithBlock(count - n0,
-                [&]<int Q>() { ScoreRange<T, Q>(qs + n0, keys, d, t0, end, scale, rows + n0); });
+      WithBlock(count - n0, [&]<int Q>() {
+        ScoreRange<T, Q>(qs + n0, keys, d, t0, end, scale, rows + n0, prefetch);
+      });
     }
   }
   for (int n = 0; n < count; ++n) {
@@ -283,13 +310,13 @@ MTPLX_AVX2_ATTN void AttendGroup(const GroupTasks::Queries& g, const T* keys, co
   }
   for (int64_t u0 = 0; u0 < longest; u0 += tile) {
     const int64_t u1 = std::min(u0 + tile, longest);
-    PrefetchTile(values + u1 * d, (std::min(u1 + tile, longest) - u1) * row_bytes);
+    TilePrefetch prefetch = NextTile(values, row_bytes, u1, std::min(u1 + tile, longest), d / 16);
     for (int n0 = 0; n0 < count; n0 += kQueryBlock) {
       // Every query has length >= 1, so each block's first tile is never skipped.
       const int64_t end = block_end(n0, u1);
       if (end <= u0) continue;
       WithBlock(count - n0, [&]<int Q>() {
-        SumRange<T, Q>(rows + n0, values, d, u0, end, u0 == 0, outs + n0);
+        SumRange<T, Q>(rows + n0, values, d, u0, end, u0 == 0, outs + n0, prefetch);
       });
     }
   }
