@@ -111,9 +111,9 @@ MTPLX_TARGET_CLONES void AddScaled(float w, const float* __restrict v, int64_t d
 // query of the group reads it.
 constexpr int64_t kPortableTile = 64;
 
-// The packed kernel for CPUs without the AVX-512 one (and head sizes it does not take): the
-// queries sharing a key/value head are attended together, so each tile of keys and of values is
-// read from memory once for all of them, as on AVX-512; the arithmetic is plain loops.
+// The packed kernel for CPUs with neither the AVX-512 nor the AVX2 one (and head sizes they do not
+// take): the queries sharing a key/value head are attended together, so each tile of keys and of
+// values is read from memory once for all of them, as on AVX-512; the arithmetic is plain loops.
 void CausalAttentionPacked(const AttentionDims& dims, const float* q, int64_t rows,
                            int64_t first_position, const KvPlanes& kv, float scale, float* out,
                            ThreadPool* pool) {
