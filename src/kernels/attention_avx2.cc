@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/check.h"
 #include "kernels/attention_avx512.h"
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
@@ -366,8 +367,11 @@ namespace mtplx::kernels {
 
 bool Avx2AttentionEnabled() { return false; }
 
+// Never called: CausalAttention asks Avx2AttentionEnabled() first.
 void CausalAttentionAvx2(const AttentionDims&, const float*, int64_t, int64_t, const KvPlanes&,
-                         float, float*, ThreadPool*) {}
+                         float, float*, ThreadPool*) {
+  MTPLX_CHECK(false, "the AVX2 attention kernel runs only on x86");
+}
 
 }  // namespace mtplx::kernels
 
