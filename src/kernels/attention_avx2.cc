@@ -77,12 +77,14 @@ MTPLX_AVX2_ATTN inline float Sum8(__m256 v) {
 }
 
 // The lines of the tile after the one being read, asked for a few at a time as the current tile's
-// work proceeds (Step: each key pair, each 16-element slice of the values), so that DRAM's latency
-// hides behind that work. Asked for in one burst at the tile's start they overflow the core's
-// miss buffers: one 9B layer at 32k keys, bf16, two threads, Zen 1 (`kernels_bench
-// --benchmark_filter='BM_Attention/32768/(1|4)/2/1/1/0$'`): the burst 18.3-19.1 ms a decode row
-// and 49.2-49.5 ms a 4-row verify, spread 10.8-11.3 and 39.4-43.3 ms. Into L1 and into L2 tie
-// within the noise (L1 2-7 % ahead); two tiles ahead gained nothing.
+// work proceeds (Step: each block of keys, every two values of a 16-element slice of the head), so
+// that DRAM's latency hides behind that work. Asked for in one burst at the tile's start they
+// overflow the core's miss buffers. One 9B layer at 32k keys, bf16, two threads, Zen 1
+// (`BM_Attention/32768/(1|4)/2/1/1/0` of kernels_bench): the burst took 18.3-19.1 ms a decode
+// row and 49.2-49.5 ms a 4-row verify, a step each key pair and each slice 10.8-11.3 and
+// 39.4-43.3 ms. Into L1 and into L2 tie within the noise (L1 2-7 % ahead); two tiles ahead gained
+// nothing. A step a slice still asked for a 64-wide head's values in bursts of 64 lines: a step
+// every two values made the x8 model's layer (32 / 16 heads of 64) 25 % faster.
 struct TilePrefetch {
   const char* next;
   const char* end;
@@ -143,71 +145,136 @@ MTPLX_AVX2_ATTN void Normalize(float* scores, int64_t length) {
   for (t = 0; t < length; ++t) scores[t] *= inverse;
 }
 
+// The totals of up to 8 vectors, lane j holding v[j]'s (missing ones count as zero): every
+// vector's lanes add by the same tree, ((0+1) + (2+3)) + ((4+5) + (6+7)), whichever slot it
+// fills, so a score does not depend on the block it was computed in. One tree for eight sums
+// costs what Sum8 costs for two.
+template <int N>
+MTPLX_AVX2_ATTN inline __m256 Totals(const __m256* v) {
+  __m256 in[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) in[j] = j < N ? v[j] : _mm256_setzero_ps();
+  const __m256 low4 = _mm256_hadd_ps(_mm256_hadd_ps(in[0], in[1]), _mm256_hadd_ps(in[2], in[3]));
+  const __m256 high4 = _mm256_hadd_ps(_mm256_hadd_ps(in[4], in[5]), _mm256_hadd_ps(in[6], in[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(low4, high4, 0x20),
+                       _mm256_permute2f128_ps(low4, high4, 0x31));
+}
+
+// Keys scored together against q queries: q * keys accumulators, at most 8, reduced by one
+// Totals. Blocks of fewer than 4 queries (the x8 model's group of 2) take more keys a block.
+constexpr int KeyBlock(int q) { return q <= 2 ? 8 / q : 2; }
+
 // scores[n][t + k] for Q queries (arranged) and K keys from t on: one accumulator per (query,
-// key), fed 16 elements at a time in order (8 for a last odd slice), then Sum8: the same
-// arithmetic whatever Q and K are.
+// key), fed 16 elements at a time in order (8 for a last odd slice), then Totals: the same
+// arithmetic whatever Q and K are. Where the Q queries' vectors, a key's and the accumulators all
+// fit the 16 registers, the queries load once a slice and the keys one by one; otherwise the
+// keys load first and each query once a slice.
 template <typename T, int Q, int K>
-MTPLX_AVX2_ATTN inline void ScoreBlock(const float* const* qs, const T* keys, int64_t d, int64_t t,
-                                       float scale, float* const* scores) {
-  __m256 acc[Q][K];
-#pragma GCC unroll 4
-  for (int n = 0; n < Q; ++n)
-#pragma GCC unroll 2
-    for (int k = 0; k < K; ++k) acc[n][k] = _mm256_setzero_ps();
+MTPLX_AVX2_ATTN __attribute__((always_inline)) inline void ScoreBlock(const float* const* qs,
+                                                                      const T* keys, int64_t d,
+                                                                      int64_t t, __m256 scale,
+                                                                      float* const* scores) {
+  static_assert(Q * K <= 8);
+  constexpr bool kQueriesHeld = 2 * Q + 2 + Q * K <= 16;
+  __m256 acc[Q * K];
+#pragma GCC unroll 8
+  for (int j = 0; j < Q * K; ++j) acc[j] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= d; i += 16) {
-    __m256 key[K][2];
-#pragma GCC unroll 2
-    for (int k = 0; k < K; ++k) Load16(keys + (t + k) * d + i, key[k]);
+    if constexpr (kQueriesHeld) {
+      __m256 query[Q][2];
 #pragma GCC unroll 4
-    for (int n = 0; n < Q; ++n) {
-      __m256 low = _mm256_loadu_ps(qs[n] + i), high = _mm256_loadu_ps(qs[n] + i + 8);
-      // In registers: folded into each FMA they would be loaded once a key, and the loads,
-      // not the multiply-adds, would bound the loop.
-      asm("" : "+x"(low), "+x"(high));
-#pragma GCC unroll 2
+      for (int n = 0; n < Q; ++n) {
+        query[n][0] = _mm256_loadu_ps(qs[n] + i);
+        query[n][1] = _mm256_loadu_ps(qs[n] + i + 8);
+        // In registers: folded into each FMA they would be loaded once a key, and the loads,
+        // not the multiply-adds, would bound the loop.
+        asm("" : "+x"(query[n][0]), "+x"(query[n][1]));
+      }
+#pragma GCC unroll 8
       for (int k = 0; k < K; ++k) {
-        acc[n][k] = _mm256_fmadd_ps(low, key[k][0], acc[n][k]);
-        acc[n][k] = _mm256_fmadd_ps(high, key[k][1], acc[n][k]);
+        __m256 key[2];
+        Load16(keys + (t + k) * d + i, key);
+#pragma GCC unroll 4
+        for (int n = 0; n < Q; ++n) {
+          acc[n * K + k] = _mm256_fmadd_ps(query[n][0], key[0], acc[n * K + k]);
+          acc[n * K + k] = _mm256_fmadd_ps(query[n][1], key[1], acc[n * K + k]);
+        }
+      }
+    } else {
+      __m256 key[K][2];
+#pragma GCC unroll 8
+      for (int k = 0; k < K; ++k) Load16(keys + (t + k) * d + i, key[k]);
+#pragma GCC unroll 4
+      for (int n = 0; n < Q; ++n) {
+        __m256 low = _mm256_loadu_ps(qs[n] + i), high = _mm256_loadu_ps(qs[n] + i + 8);
+        asm("" : "+x"(low), "+x"(high));
+#pragma GCC unroll 8
+        for (int k = 0; k < K; ++k) {
+          acc[n * K + k] = _mm256_fmadd_ps(low, key[k][0], acc[n * K + k]);
+          acc[n * K + k] = _mm256_fmadd_ps(high, key[k][1], acc[n * K + k]);
+        }
       }
     }
   }
   if (i < d) {
-    __m256 key[K];
-#pragma GCC unroll 2
-    for (int k = 0; k < K; ++k) key[k] = Load8(keys + (t + k) * d + i);
+#pragma GCC unroll 8
+    for (int k = 0; k < K; ++k) {
+      const __m256 key = Load8(keys + (t + k) * d + i);
 #pragma GCC unroll 4
-    for (int n = 0; n < Q; ++n) {
-      const __m256 query = _mm256_loadu_ps(qs[n] + i);
-#pragma GCC unroll 2
-      for (int k = 0; k < K; ++k) acc[n][k] = _mm256_fmadd_ps(query, key[k], acc[n][k]);
+      for (int n = 0; n < Q; ++n)
+        acc[n * K + k] = _mm256_fmadd_ps(_mm256_loadu_ps(qs[n] + i), key, acc[n * K + k]);
     }
   }
+  alignas(32) float sums[8];
+  _mm256_store_ps(sums, _mm256_mul_ps(Totals<Q * K>(acc), scale));
 #pragma GCC unroll 4
   for (int n = 0; n < Q; ++n)
-#pragma GCC unroll 2
-    for (int k = 0; k < K; ++k) scores[n][t + k] = Sum8(acc[n][k]) * scale;
+#pragma GCC unroll 8
+    for (int k = 0; k < K; ++k) scores[n][t + k] = sums[n * K + k];
 }
 
-// Scores of Q queries against keys [t0, t1), two keys at a time.
+// Scores of Q queries against keys [t0, t1), KeyBlock(Q) keys at a time.
 template <typename T, int Q>
 MTPLX_AVX2_ATTN void ScoreRange(const float* const* qs, const T* keys, int64_t d, int64_t t0,
                                 int64_t t1, float scale, float* const* scores,
                                 TilePrefetch& prefetch) {
+  constexpr int K = KeyBlock(Q);
+  const __m256 scale8 = _mm256_set1_ps(scale);
   int64_t t = t0;
-  for (; t + 2 <= t1; t += 2) {
+  for (; t + K <= t1; t += K) {
     Step(prefetch);
-    ScoreBlock<T, Q, 2>(qs, keys, d, t, scale, scores);
+    ScoreBlock<T, Q, K>(qs, keys, d, t, scale8, scores);
   }
-  if (t < t1) ScoreBlock<T, Q, 1>(qs, keys, d, t, scale, scores);
+  for (; t < t1; ++t) ScoreBlock<T, Q, 1>(qs, keys, d, t, scale8, scores);
+}
+
+// acc[n] += ps[n][u] * the W vectors of value u at `value`.
+template <typename T, int Q, int W>
+MTPLX_AVX2_ATTN inline void AccumulateRow(const float* const* ps, const T* value_at, int64_t u,
+                                          __m256 (&acc)[Q][W]) {
+  __m256 value[W];
+  if constexpr (W == 2) {
+    Load16(value_at, value);
+  } else {
+    value[0] = Load8(value_at);
+  }
+#pragma GCC unroll 4
+  for (int n = 0; n < Q; ++n) {
+    const __m256 p = _mm256_broadcast_ss(ps[n] + u);
+#pragma GCC unroll 2
+    for (int w = 0; w < W; ++w) acc[n][w] = _mm256_fmadd_ps(p, value[w], acc[n][w]);
+  }
 }
 
 // outs[n][i, i + 8W) += sum over u in [u0, u1) of ps[n][u] * value u, in order of u (`fresh`:
 // start from zero instead). Each element's sum runs the same way whatever Q and W are. A slice
-// of 16 (W = 2) accumulates in the interleaved order and is put back in order.
+// of 16 (W = 2) accumulates in the interleaved order and is put back in order. The next tile is
+// asked for a step every two values.
 template <typename T, int Q, int W>
 MTPLX_AVX2_ATTN inline void SumSlice(const float* const* ps, const T* values, int64_t d, int64_t i,
-                                     int64_t u0, int64_t u1, bool fresh, float* const* outs) {
+                                     int64_t u0, int64_t u1, bool fresh, float* const* outs,
+                                     TilePrefetch& prefetch) {
   constexpr bool kSwap = W == 2;
   __m256 acc[Q][W];
 #pragma GCC unroll 4
@@ -218,20 +285,13 @@ MTPLX_AVX2_ATTN inline void SumSlice(const float* const* ps, const T* values, in
     if constexpr (kSwap)
       if (!fresh) SwapHalves(acc[n]);
   }
-  for (int64_t u = u0; u < u1; ++u) {
-    __m256 value[W];
-    if constexpr (W == 2) {
-      Load16(values + u * d + i, value);
-    } else {
-      value[0] = Load8(values + u * d + i);
-    }
-#pragma GCC unroll 4
-    for (int n = 0; n < Q; ++n) {
-      const __m256 p = _mm256_broadcast_ss(ps[n] + u);
-#pragma GCC unroll 2
-      for (int w = 0; w < W; ++w) acc[n][w] = _mm256_fmadd_ps(p, value[w], acc[n][w]);
-    }
+  int64_t u = u0;
+  for (; u + 2 <= u1; u += 2) {
+    Step(prefetch);
+    AccumulateRow<T, Q, W>(ps, values + u * d + i, u, acc);
+    AccumulateRow<T, Q, W>(ps, values + (u + 1) * d + i, u + 1, acc);
   }
+  if (u < u1) AccumulateRow<T, Q, W>(ps, values + u * d + i, u, acc);
 #pragma GCC unroll 4
   for (int n = 0; n < Q; ++n) {
     if constexpr (kSwap) SwapHalves(acc[n]);
@@ -245,11 +305,8 @@ template <typename T, int Q>
 MTPLX_AVX2_ATTN void SumRange(const float* const* ps, const T* values, int64_t d, int64_t u0,
                               int64_t u1, bool fresh, float* const* outs, TilePrefetch& prefetch) {
   int64_t i = 0;
-  for (; i + 16 <= d; i += 16) {
-    Step(prefetch);
-    SumSlice<T, Q, 2>(ps, values, d, i, u0, u1, fresh, outs);
-  }
-  if (i < d) SumSlice<T, Q, 1>(ps, values, d, i, u0, u1, fresh, outs);
+  for (; i + 16 <= d; i += 16) SumSlice<T, Q, 2>(ps, values, d, i, u0, u1, fresh, outs, prefetch);
+  if (i < d) SumSlice<T, Q, 1>(ps, values, d, i, u0, u1, fresh, outs, prefetch);
 }
 
 // Calls fn.template operator()<Q>() with the block size as a constant.
@@ -295,8 +352,9 @@ MTPLX_AVX2_ATTN void AttendGroup(const GroupTasks::Queries& g, const T* keys, co
   };
   for (int64_t t0 = 0; t0 < longest; t0 += tile) {
     const int64_t t1 = std::min(t0 + tile, longest);
-    TilePrefetch prefetch =
-        NextTile(keys, row_bytes, t1, std::min(t1 + tile, longest), (t1 - t0) / 2);
+    // Asked for by the first block of queries, a few lines beside each of its key blocks.
+    const int64_t steps = (t1 - t0) / KeyBlock(std::min(kQueryBlock, count));
+    TilePrefetch prefetch = NextTile(keys, row_bytes, t1, std::min(t1 + tile, longest), steps);
     for (int n0 = 0; n0 < count; n0 += kQueryBlock) {
       const int64_t end = block_end(n0, t1);
       if (end <= t0) continue;
@@ -311,7 +369,12 @@ MTPLX_AVX2_ATTN void AttendGroup(const GroupTasks::Queries& g, const T* keys, co
   }
   for (int64_t u0 = 0; u0 < longest; u0 += tile) {
     const int64_t u1 = std::min(u0 + tile, longest);
-    TilePrefetch prefetch = NextTile(values, row_bytes, u1, std::min(u1 + tile, longest), d / 16);
+    // The first block of queries asks for the next tile evenly across its slices: a step every
+    // two values of a slice. (A burst of lines at each slice's start, 64 of them for a 64-wide
+    // head, stalled on the core's miss buffers.)
+    const int64_t slices = (d + 15) / 16;
+    TilePrefetch prefetch =
+        NextTile(values, row_bytes, u1, std::min(u1 + tile, longest), slices * (u1 - u0) / 2);
     for (int n0 = 0; n0 < count; n0 += kQueryBlock) {
       // Every query has length >= 1, so each block's first tile is never skipped.
       const int64_t end = block_end(n0, u1);
