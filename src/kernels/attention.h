@@ -58,7 +58,7 @@ bool Bf16AttentionProductsAvailable();
 // runs softmax and the value sum on vectors, the sum in tiles of positions that stay in cache
 // while every query and every slice of the head reads them. CPUs with AVX2 and FMA but not that
 // kernel (head_dim a multiple of 8) take an AVX2 one of the same shape (kernels/attention_avx2.h:
-// two keys by four queries a block, the value sum 16 elements of the head at a time). Others
+// up to eight (query, key) pairs a block, the value sum 16 elements of the head at a time). Others
 // take a packed kernel of plain loops (the same GQA packing and tiles; target_clones vectorizes
 // it per CPU).
 // A bf16 cache is widened as it is read: both paths compute exactly what they compute on an f32
