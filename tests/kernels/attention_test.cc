@@ -86,11 +86,13 @@ TEST(AttentionTest, FastPathMatchesReference) {
 // Also at the 9B layer's shape (GQA groups of 4, head size 256), where a decode row's four
 // queries score each key block together and a verify pass's rows partly together, partly alone;
 // up to 160 queries a key/value head, so a head's queries span several tasks, and with 8 threads
-// a pass of a few rows is split for the threads.
+// a pass of a few rows is split for the threads. Without grouping (3 / 3 heads of 96) a pass's
+// rows fill blocks of every size, 1 to 4 queries, which score 8, 4 or 2 keys at a time on AVX2.
 TEST(AttentionTest, RowResultsDoNotDependOnBatchSize) {
   ThreadPool two(2), eight(8);
   for (ThreadPool* pool : {&two, &eight})
-    for (const AttentionDims dims : {AttentionDims{4, 2, 64}, AttentionDims{16, 4, 256}}) {
+    for (const AttentionDims dims :
+         {AttentionDims{4, 2, 64}, AttentionDims{16, 4, 256}, AttentionDims{3, 3, 96}}) {
       // Rows 121..160 straddle a value tile (64 positions): a row's sum continues across tiles.
       const int64_t first = 120, max_rows = 40, width = dims.kv_heads * dims.head_dim;
       const auto q = RandomValues(max_rows * dims.heads * dims.head_dim, 3, 2.0f);
