@@ -249,7 +249,7 @@ MTPLX_AVX2_ATTN void ScoreRange(const float* const* qs, const T* keys, int64_t d
   for (; t < t1; ++t) ScoreBlock<T, Q, 1>(qs, keys, d, t, scale8, scores);
 }
 
-// acc[n] += ps[n][u] * the W vectors of value u at `value`.
+// acc[n] += ps[n][u] * the W vectors of value u at `value_at`.
 template <typename T, int Q, int W>
 MTPLX_AVX2_ATTN inline void AccumulateRow(const float* const* ps, const T* value_at, int64_t u,
                                           __m256 (&acc)[Q][W]) {
