@@ -69,7 +69,7 @@ MTPLX_AVX2_ATTN void Arrange(const float* const* qs, int count, int64_t d, float
   }
 }
 
-// The lanes' total, always by the same tree, so a score does not depend on its neighbours.
+// The lanes' total, always by the same tree (Normalize's sum of weights; scores use Totals).
 MTPLX_AVX2_ATTN inline float Sum8(__m256 v) {
   const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -370,8 +370,7 @@ MTPLX_AVX2_ATTN void AttendGroup(const GroupTasks::Queries& g, const T* keys, co
   for (int64_t u0 = 0; u0 < longest; u0 += tile) {
     const int64_t u1 = std::min(u0 + tile, longest);
     // The first block of queries asks for the next tile evenly across its slices: a step every
-    // two values of a slice. (A burst of lines at each slice's start, 64 of them for a 64-wide
-    // head, stalled on the core's miss buffers.)
+    // two values of a slice (see TilePrefetch).
     const int64_t slices = (d + 15) / 16;
     TilePrefetch prefetch =
         NextTile(values, row_bytes, u1, std::min(u1 + tile, longest), slices * (u1 - u0) / 2);
