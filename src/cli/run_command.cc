@@ -74,8 +74,12 @@ Runner AddRunCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Generate a reply to a prompt (\"-\" reads stdin)");
   cmd->add_option("prompt", o->prompt, "The prompt, or - for stdin")->required();
   cmd->add_flag("--json", o->json, "Print one JSON object instead of streaming");
-  cmd->add_flag("--raw", o->raw, "Continue the prompt text as is, without the chat template");
+  CLI::Option* raw =
+      cmd->add_flag("--raw", o->raw, "Continue the prompt text as is, without the chat template");
   AddGenerationFlags(cmd, o->flags);
+  // The system prompt and the reasoning switch live in the chat template, which --raw skips:
+  // refuse them rather than drop them silently.
+  for (const char* templated : {"--system", "--think"}) raw->excludes(cmd->get_option(templated));
   return [o] { return RunGenerate(*o); };
 }
 

@@ -290,6 +290,8 @@ TEST(CliTest, BadInputGivesAClearErrorAndNonZeroExit) {
       {"run hi --model /tmp", "'/tmp' is not a model folder: it has no config.json"},
       {"run hi --model /tmp", "a model folder holds config.json, tokenizer.json"},
       {"run hi --frobnicate", "frobnicate"},
+      {"run hi --raw --system be-brief", "--raw excludes --system"},
+      {"run hi --raw --think off", "--raw excludes --think"},
       {"score --model /nonexistent --tokens 1", "'/nonexistent' does not exist"},
       {"bench --model /nonexistent", "'/nonexistent' does not exist"},
       {"synth --preset nope --out /tmp/x", "nope"},
