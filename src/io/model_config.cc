@@ -193,10 +193,47 @@ void ParseQuantization(const json& root, const json& text, Reader& r, ModelConfi
   }
 }
 
+// Upper limits far above any real model (the largest Qwen has a 248K vocabulary, hidden size
+// 4,096 and 512 experts), so that a crafted config.json is refused before its sizes are multiplied
+// together or allocated: within them every product of sizes the loader forms fits in int64.
+Status CheckPlausibleSizes(const ModelConfig& c, const std::string& label) {
+  constexpr int64_t kDims = int64_t{1} << 20, kHeads = int64_t{1} << 12;
+  const struct {
+    const char* key;
+    int64_t value, most;
+  } sizes[] = {
+      {"vocab_size", c.vocab_size, int64_t{1} << 24},
+      {"hidden_size", c.hidden_size, kDims},
+      {"num_attention_heads", c.num_heads, kHeads},
+      {"num_key_value_heads", c.num_kv_heads, kHeads},
+      {"head_dim", c.head_dim, kHeads},
+      {"linear_num_key_heads", c.linear_key_heads, kHeads},
+      {"linear_num_value_heads", c.linear_value_heads, kHeads},
+      {"linear_key_head_dim", c.linear_key_dim, kHeads},
+      {"linear_value_head_dim", c.linear_value_dim, kHeads},
+      {"intermediate_size", c.intermediate_size, kDims},
+      {"num_experts", c.num_experts, int64_t{1} << 16},
+      {"moe_intermediate_size", c.moe_intermediate_size, kDims},
+      {"shared_expert_intermediate_size", c.shared_expert_intermediate_size, kDims},
+      {"mtp_num_hidden_layers", c.mtp_layers, 64},
+      {"max_position_embeddings", c.max_position_embeddings, int64_t{1} << 30},
+  };
+  for (const auto& size : sizes)
+    if (size.value > size.most)
+      return InvalidArgument(StrCat(label, ": ", size.key, " ", size.value,
+                                    " is implausibly large (at most ", size.most, ")"));
+  return Status::Ok();
+}
+
 Status Validate(const ModelConfig& c, const std::string& label) {
   auto bad = [&](const std::string& m) { return InvalidArgument(StrCat(label, ": ", m)); };
+  MTPLX_RETURN_IF_ERROR(CheckPlausibleSizes(c, label));
   if (c.vocab_size <= 0 || c.hidden_size <= 0 || c.num_layers <= 0)
     return bad("vocab_size, hidden_size and num_hidden_layers must be positive");
+  if (c.max_position_embeddings <= 0) return bad("max_position_embeddings must be positive");
+  if (c.mtp_layers < 0) return bad("mtp_num_hidden_layers must not be negative");
+  if (!(c.rope.theta > 0) || !(c.rms_norm_eps >= 0))
+    return bad("rope_theta must be positive and rms_norm_eps not negative");
   if (c.num_heads <= 0 || c.num_kv_heads <= 0 || c.head_dim <= 0 || c.num_heads % c.num_kv_heads)
     return bad("num_attention_heads must be a positive multiple of num_key_value_heads");
   if (c.linear_key_heads <= 0 || c.linear_value_heads % c.linear_key_heads ||

@@ -319,6 +319,32 @@ TEST(ModelConfigTest, RejectsAbsurdLayerCounts) {
   ExpectError(c, StatusCode::kInvalidArgument, {"num_hidden_layers"});
 }
 
+TEST(ModelConfigTest, RejectsImplausibleSizesBeforeUsingThem) {
+  // A crafted config must be refused with the key named, before its sizes are multiplied into
+  // tensor shapes or memory estimates.
+  for (const char* key : {"vocab_size", "hidden_size", "num_attention_heads", "head_dim",
+                          "linear_num_value_heads", "linear_key_head_dim", "intermediate_size",
+                          "mtp_num_hidden_layers", "max_position_embeddings"}) {
+    Json c = Flat();
+    c[key] = 4000000000000000000LL;
+    ExpectError(c, StatusCode::kInvalidArgument, {key, "implausibly large"});
+  }
+  Json c = Flat();
+  c["max_position_embeddings"] = 0;
+  ExpectError(c, StatusCode::kInvalidArgument, {"max_position_embeddings must be positive"});
+  c = Flat();
+  c["mtp_num_hidden_layers"] = -1;
+  ExpectError(c, StatusCode::kInvalidArgument, {"mtp_num_hidden_layers must not be negative"});
+  c = Flat();
+  c["rms_norm_eps"] = -1e-6;
+  ExpectError(c, StatusCode::kInvalidArgument, {"rms_norm_eps"});
+  // The largest real shapes stay well inside the limits.
+  c = Flat();
+  c["vocab_size"] = 248320;
+  c["max_position_embeddings"] = 1048576;
+  ParseOk(c);
+}
+
 // --- RoPE ---------------------------------------------------------------------------------------
 
 TEST(ModelConfigTest, RopeFromRopeParameters) {
