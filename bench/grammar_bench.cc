@@ -8,6 +8,7 @@
 //                           with the mask computed and applied before every token as decoding
 //                           does: the counters give the per-token median, p90 and maximum
 //   BM_DocumentPerTokenRepeated  the same for a later request of the schema (shared oracle)
+//   BM_RawValuePerToken     an HTML file as a tool call's raw XML parameter value, the same way
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "grammar/constraint.h"
+#include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "tokenizer/tokenizer.h"
 
@@ -118,13 +120,16 @@ bool TimeMasks(TokenConstraint& c, const std::vector<int32_t>& ids, std::vector<
   return true;
 }
 
-void BM_DocumentPerToken(benchmark::State& state) {
-  if (!Vocab()) return state.SkipWithError("no Qwen3 vocabulary");
-  const std::vector<int32_t> ids = Qwen3()->Encode(kDocument, false);
+// `document` fed token by token to a fresh constraint of `grammar` every iteration (each
+// request's first visits included), with the per-token median, p90 and maximum as counters.
+void DocumentPerToken(benchmark::State& state,
+                      std::shared_ptr<const mtplx::grammar::Grammar> grammar,
+                      const std::string& document) {
+  const std::vector<int32_t> ids = Qwen3()->Encode(document, false);
   std::vector<float> logits(kLogits, 0.5f);
   std::vector<double> micros;
   for (auto _ : state) {
-    TokenConstraint c(Schema(), Vocab(), {151645});
+    TokenConstraint c(grammar, Vocab(), {151645});
     if (!TimeMasks(c, ids, logits, micros))
       return state.SkipWithError("the document left the grammar");
   }
@@ -133,6 +138,11 @@ void BM_DocumentPerToken(benchmark::State& state) {
   state.counters["median_us"] = micros[micros.size() / 2];
   state.counters["p90_us"] = micros[micros.size() * 9 / 10];
   state.counters["max_us"] = micros.back();
+}
+
+void BM_DocumentPerToken(benchmark::State& state) {
+  if (!Vocab()) return state.SkipWithError("no Qwen3 vocabulary");
+  DocumentPerToken(state, Schema(), kDocument);
 }
 BENCHMARK(BM_DocumentPerToken)->Unit(benchmark::kMillisecond);
 
@@ -157,6 +167,36 @@ void BM_DocumentPerTokenRepeated(benchmark::State& state) {
   state.counters["max_us"] = micros.back();
 }
 BENCHMARK(BM_DocumentPerTokenRepeated)->Unit(benchmark::kMillisecond);
+
+// A forced tool call's file content in the Qwen XML form: raw text up to "</parameter>", which
+// may hold any other markup (the tag matcher of grammar::RawTextRules), fed token by token.
+const char* kHtml = R"(<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Notes on the Analytical Engine</title>
+  <style>body { font-family: serif; max-width: 40em; margin: auto; }</style>
+</head>
+<body>
+  <h1>Notes</h1>
+  <p>The engine <em>weaves</em> algebraic patterns just as the Jacquard loom weaves flowers and
+  leaves. See <a href="/notes/g">Note G</a> for the Bernoulli numbers.</p>
+  <ul><li>Note A</li><li>Note B</li><li>Note G</li></ul>
+  <script>if (a < b && b > c) { console.log("</p> is text here"); }</script>
+</body>
+</html>)";
+
+void BM_RawValuePerToken(benchmark::State& state) {
+  if (!Vocab()) return state.SkipWithError("no Qwen3 vocabulary");
+  auto value = mtplx::grammar::JsonSchemaToGbnfAs(R"({"type": "string"})",
+                                                  mtplx::grammar::ValueForm::kRaw, "value", "v-");
+  auto grammar = mtplx::grammar::ParseGbnf(
+      "root ::= \"<parameter=content>\\n\" value \"\\n</parameter>\\n\"\n" + value.value());
+  if (!grammar.ok()) return state.SkipWithError(grammar.status().message().c_str());
+  DocumentPerToken(state, std::make_shared<const mtplx::grammar::Grammar>(std::move(*grammar)),
+                   std::string("<parameter=content>\n") + kHtml + "\n</parameter>\n");
+}
+BENCHMARK(BM_RawValuePerToken)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -45,7 +45,7 @@ Result<std::string> XmlCall(const std::string& name, bool with_name, const Order
   if (!props.is_object() || props.empty()) {
     // No declared parameters: any parameters, as text.
     body = "(\"<parameter=\" [a-zA-Z0-9_.-]+ \">\\n\" " + p + "raw \"\\n</parameter>\\n\")*";
-    rules += p + "raw ::= ([^<] | \"<\" [^/])*\n";
+    rules += grammar::RawTextRules(p + "raw");
   } else {
     std::vector<std::string> required;
     if (schema.contains("required") && schema["required"].is_array())

@@ -7,8 +7,6 @@
 namespace mtplx::grammar {
 namespace {
 
-// Repetitions beyond this are refused: each one becomes rules.
-constexpr int kMaxRepeat = 10000;
 // Parentheses nest at most this deep (the parser and the matcher recurse on them).
 constexpr int kMaxNesting = 128;
 

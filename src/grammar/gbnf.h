@@ -19,6 +19,9 @@
 
 namespace mtplx::grammar {
 
+// The most a repeat may count ({m}, {m,n}): each repetition becomes rules.
+inline constexpr int kMaxRepeat = 10000;
+
 // Adds the rules of `text` to `builder` (so several sources can share one grammar).
 Status ParseGbnfInto(std::string_view text, GrammarBuilder& builder);
 

@@ -29,10 +29,39 @@ constexpr const char* kPrimitives = R"(
 {p}value ::= {p}object | {p}array | {p}string | {p}number | {p}boolean | {p}null
 {p}object ::= "{" {p}ws ({p}string {p}ws ":" {p}ws {p}value {p}ws ("," {p}ws {p}string {p}ws ":" {p}ws {p}value {p}ws)*)? "}"
 {p}array ::= "[" {p}ws ({p}value {p}ws ("," {p}ws {p}value {p}ws)*)? "]"
-{p}raw-char ::= [^<] | "<" [^/]
-{p}raw-string ::= {p}raw-char*
 {p}raw-plain ::= [^<]
 )";
+
+// The longest string a schema's maxLength may ask for (CountedRepeat).
+constexpr int64_t kMostCharacters = 1000000;
+// Raw text is counted together with its tag matcher's state up to this many characters (a rule
+// for each count and state); past it the counted characters leave out "<".
+constexpr int64_t kMostTrackedRawCharacters = 256;
+
+// The tag that ends a Qwen XML parameter's value.
+constexpr std::string_view kParameterClose = "</parameter>";
+
+// The alternatives that read one character in state k of a matcher of kParameterClose's
+// prefixes (k: how many of the tag's first characters the text ends in), each followed by the
+// rule next(new state). The tag's only "<" is its first character, so a mismatch leads back to
+// state 1 after a "<" and to state 0 after anything else; no state lets its last character in.
+template <typename Next>
+std::string TagStep(size_t k, const Next& next) {
+  std::string alternatives;
+  if (k + 1 < kParameterClose.size())
+    alternatives = StrCat("\"", kParameterClose[k], "\" ", next(k + 1), " | ");
+  if (k > 0) alternatives += StrCat("\"<\" ", next(1), " | ");
+  const std::string other = k > 0 ? std::string(1, kParameterClose[k]) : "";
+  return alternatives + StrCat("[^", other, "<] ", next(0));
+}
+
+// The primitives with their rule names prefixed, and raw-string (RawTextRules).
+std::string Primitives(const std::string& prefix) {
+  std::string primitives = kPrimitives;
+  for (size_t at = primitives.find("{p}"); at != std::string::npos; at = primitives.find("{p}", at))
+    primitives.replace(at, 3, prefix);
+  return primitives + RawTextRules(prefix + "raw-string");
+}
 
 const std::set<std::string>& Annotations() {
   static const std::set<std::string> kSet = {
@@ -153,11 +182,7 @@ class Compiler {
       out += StrCat(ref_rules_[ref], " ::= ", ref_body, "\n");
     }
     out += rules_;
-    std::string primitives = kPrimitives;
-    for (size_t at = primitives.find("{p}"); at != std::string::npos;
-         at = primitives.find("{p}", at))
-      primitives.replace(at, 3, p_);
-    return out + primitives;
+    return out + Primitives(p_);
   }
 
  private:
@@ -255,25 +280,28 @@ class Compiler {
 
   Status String(const Json& s, const std::string& path, ValueForm form, std::string& out) {
     const bool raw = form == ValueForm::kRaw;
-    // Counted raw text never holds "<" (so every character counts once and none can start the
-    // closing </parameter>); unbounded raw text may, but never "</".
+    // Raw text holds anything but "</parameter>", except that raw text counted past
+    // kMostTrackedRawCharacters never holds "<" (each of its characters then counts once).
     const std::string ch = raw ? P("raw-plain") : P("char");
     auto quote = [&](const std::string& body) {
       return raw ? body : StrCat("\"\\\"\" ", body, " \"\\\"\"");
     };
     if (s.contains("format") && s["format"].is_string()) {
       const std::string f = s["format"];
-      // Calendar-exact: months 01-12, days within the month (February to 28: a grammar does
-      // not know leap years), hours 00-23, minutes and seconds 00-59.
-      // Years 0001-9999 (there is no year 0).
+      // Calendar-exact: months 01-12, days within the month (February 29 in leap years only),
+      // hours 00-23, minutes and seconds 00-59. Years 0001-9999 (there is no year 0).
       const char* kYear =
           "([1-9] [0-9]{3} | \"0\" ([1-9] [0-9]{2} | \"0\" ([1-9] [0-9] | \"0\" [1-9])))";
+      // Two digits that are a non-zero multiple of 4 (04-96). A leap year ends in them, or is
+      // them followed by 00 (a multiple of 400).
+      const std::string by4 = "(\"0\" [48] | [2468] [048] | [13579] [26])";
+      const std::string leap_year = StrCat("([0-9] [0-9] ", by4, " | ", by4, " \"00\")");
       const std::string day31 = "(\"0\" [1-9] | [12] [0-9] | \"3\" [01])";
       const std::string day30 = "(\"0\" [1-9] | [12] [0-9] | \"30\")";
       const std::string day28 = "(\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8])";
-      const std::string date =
-          StrCat(kYear, " \"-\" ((\"0\" [13578] | \"1\" [02]) \"-\" ", day31,
-                 " | (\"0\" [469] | \"11\") \"-\" ", day30, " | \"02-\" ", day28, ")");
+      const std::string date = StrCat("(", kYear, " \"-\" ((\"0\" [13578] | \"1\" [02]) \"-\" ",
+                                      day31, " | (\"0\" [469] | \"11\") \"-\" ", day30,
+                                      " | \"02-\" ", day28, ") | ", leap_year, " \"-02-29\")");
       const std::string hms = "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9]";
       const std::string offset = "(\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])";
       const std::string time = StrCat(hms, " (\".\" [0-9]{1,9})? ", offset);
@@ -302,23 +330,64 @@ class Compiler {
       out = NewRule("pattern", quote(*expr));
       return Status::Ok();
     }
-    int64_t min = 0, max = raw ? 16384 : 4096;
+    int64_t min = 0, max = -1;  // -1: no maximum
     if (s.contains("minLength")) {
       if (!s["minLength"].is_number_unsigned()) return Error(path + "/minLength", "not a count");
       min = s["minLength"].get<int64_t>();
     }
     if (s.contains("maxLength")) {
       if (!s["maxLength"].is_number_unsigned()) return Error(path + "/maxLength", "not a count");
-      max = std::min<int64_t>(max, s["maxLength"].get<int64_t>());
+      max = s["maxLength"].get<int64_t>();
     }
-    if (min > max) return Error(path, "minLength is above maxLength");
-    if (min > 10000) return Error(path + "/minLength", "above 10000");
-    if (min == 0 && max == (raw ? 16384 : 4096)) {
+    if (max >= 0 && min > max) return Error(path, "minLength is above maxLength");
+    if (min > kMaxRepeat) return Error(path + "/minLength", StrCat("above ", kMaxRepeat));
+    if (max > kMostCharacters)
+      return Error(path + "/maxLength", StrCat("above ", kMostCharacters, " is not supported"));
+    if (min == 0 && max < 0) {
       out = raw ? P("raw-string") : P("string");
       return Status::Ok();
     }
-    out = NewRule("string", quote(StrCat(ch, "{", min, ",", max, "}")));
+    if (raw && (max < 0 ? min : max) <= kMostTrackedRawCharacters) {
+      out = CountedRawText(min, max);
+      return Status::Ok();
+    }
+    const std::string rest = raw ? P("raw-string") : P("char") + "*";
+    out = NewRule("string",
+                  quote(max < 0 ? StrCat(ch, "{", min, "} ", rest) : CountedRepeat(ch, min, max)));
     return Status::Ok();
+  }
+
+  // Raw text of min to max characters (max < 0: no maximum) without "</parameter>": the tag
+  // matcher's states (RawTextRules) counted out a character at a time, a rule for each count and
+  // reachable state; past the last count an open range goes on as raw-string.
+  std::string CountedRawText(int64_t min, int64_t max) {
+    const std::string base = StrCat(p_, "raw-count-", ++counter_);
+    const int64_t top = max < 0 ? min : max;
+    auto name = [&](int64_t count, size_t k) {
+      return count == top && max < 0 ? StrCat(P("raw-string"), "-", k)
+                                     : StrCat(base, "-", count, "-", k);
+    };
+    for (int64_t count = 0; count < top || (count == top && max >= 0); ++count) {
+      auto next = [&](size_t k) { return name(count + 1, k); };
+      for (size_t k = 0; k < kParameterClose.size() && static_cast<int64_t>(k) <= count; ++k) {
+        std::string alternatives = count >= min ? "\"\"" : "";
+        if (count < top)
+          alternatives += StrCat(alternatives.empty() ? "" : " | ", TagStep(k, next));
+        rules_ += StrCat(name(count, k), " ::= ", alternatives, "\n");
+      }
+    }
+    return name(0, 0);
+  }
+
+  // `unit` min to max times in GBNF, whose counts go up to kMaxRepeat: a wider range is
+  // hundreds of units at a time and then up to 99 single ones, with the last hundred kept apart
+  // so that the total never passes max.
+  static std::string CountedRepeat(const std::string& unit, int64_t min, int64_t max) {
+    if (max - min <= kMaxRepeat) return StrCat(unit, "{", min, ",", max, "}");
+    const int64_t extra = max - min, hundreds = extra / 100, rest = extra % 100;
+    const std::string hundred = StrCat("(", unit, "{100})");
+    return StrCat(min > 0 ? StrCat(unit, "{", min, "} ") : "", "(", hundred, "{0,", hundreds - 1,
+                  "} ", unit, "{0,99} | ", hundred, "{", hundreds, "} ", unit, "{0,", rest, "})");
   }
 
   Status Array(const Json& s, const std::string& path, std::string& out) {
@@ -695,10 +764,15 @@ Result<Grammar> CompileJsonSchema(std::string_view schema) {
 }
 
 std::string JsonObjectGbnf(const std::string& root_name) {
-  std::string primitives = kPrimitives;
-  for (size_t at = primitives.find("{p}"); at != std::string::npos; at = primitives.find("{p}", at))
-    primitives.replace(at, 3, "");
-  return root_name + " ::= object\n" + primitives;
+  return root_name + " ::= object\n" + Primitives("");
+}
+
+std::string RawTextRules(const std::string& name) {
+  auto state = [&](size_t k) { return StrCat(name, "-", k); };
+  std::string out = StrCat(name, " ::= ", state(0), "\n");
+  for (size_t k = 0; k < kParameterClose.size(); ++k)
+    out += StrCat(state(k), " ::= \"\" | ", TagStep(k, state), "\n");
+  return out;
 }
 
 }  // namespace mtplx::grammar

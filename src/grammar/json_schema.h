@@ -3,10 +3,10 @@
 //   required, additionalProperties (false, true or a schema; absent counts as false: the output
 //   then holds only declared keys, which every such schema accepts), enum, const, anyOf, oneOf,
 //   allOf (of object schemas), $ref / $defs / definitions (recursive; "#" is the root), items,
-//   prefixItems, minItems, maxItems, minLength, maxLength, pattern (the regex subset in
-//   regex.h), integer minimum / maximum / exclusiveMinimum / exclusiveMaximum, number minimum or
-//   exclusiveMinimum 0 (no sign), format date, time, date-time and uuid (others are plain
-//   strings). Annotations (title, description, default, examples, $schema, $id, $comment,
+//   prefixItems, minItems, maxItems, minLength (up to 10000), maxLength (up to 1000000), pattern
+//   (the regex subset in regex.h), integer minimum / maximum / exclusiveMinimum /
+//   exclusiveMaximum, number minimum or exclusiveMinimum 0 (no sign), format date, time,
+//   date-time and uuid (others are plain strings). Annotations (title, description, default, examples, $schema, $id, $comment,
 //   deprecated, readOnly, writeOnly) are ignored; any other keyword is an error naming it and
 //   its path, as is a schema that can match nothing.
 //
@@ -37,5 +37,9 @@ std::string JsonObjectGbnf(const std::string& root_name = "root");
 enum class ValueForm { kJson, kRaw };
 Result<std::string> JsonSchemaToGbnfAs(std::string_view schema, ValueForm form,
                                        const std::string& root_name, const std::string& prefix);
+
+// GBNF rules for `name`: any text without "</parameter>", the tag that ends a Qwen XML parameter
+// (its rules are `name` and `name`-0 to -11). A value may hold any other markup, "</div>" too.
+std::string RawTextRules(const std::string& name);
 
 }  // namespace mtplx::grammar

@@ -86,7 +86,11 @@ TEST(JsonSchemaTest, AcceptsWhatTheSchemaAllowsAndNothingElse) {
       {R"({"type": "string", "pattern": "^(cat|dog)s?$"})",
        {R"("cat")", R"("dogs")"},
        {R"("cow")", R"("cats!")"}},
-      {R"({"type": "string", "format": "date"})", {R"("2026-12-02")"}, {R"("2026-1-2")"}},
+      {R"({"type": "string", "format": "date"})",
+       {R"("2026-12-02")", R"("2024-02-29")", R"("2000-02-29")", R"("0400-02-29")",
+        R"("0004-02-29")", R"("2026-02-28")", R"("1996-02-29")"},
+       {R"("2026-1-2")", R"("2023-02-29")", R"("1900-02-29")", R"("2024-02-30")",
+        R"("0000-02-29")", R"("2026-04-31")", R"("2022-02-29")"}},
       {R"({"type": "string", "format": "date-time"})",
        {R"("2026-12-02T03:04:05Z")", R"("2026-12-02T03:04:05.123+01:00")"},
        {R"("2026-12-02 03:04:05")"}},
@@ -179,6 +183,51 @@ TEST(JsonSchemaTest, ReportsWhatItCannotHonour) {
     EXPECT_NE(g.status().message().find(message), std::string::npos)
         << schema << " -> " << g.status().message();
   }
+}
+
+TEST(JsonSchemaTest, LongStringsKeepTheirExactBounds) {
+  const std::string a5000(5000, 'a'), a20000(20000, 'a');
+  auto open = Compile(R"({"type": "string", "minLength": 1})");
+  EXPECT_TRUE(Matches(open, "\"" + a5000 + "\""));
+  EXPECT_FALSE(Matches(open, "\"\""));
+  auto bounded = Compile(R"({"type": "string", "minLength": 10, "maxLength": 20000})");
+  EXPECT_TRUE(Matches(bounded, "\"" + a20000 + "\""));
+  EXPECT_FALSE(Matches(bounded, "\"" + a20000 + "a\""));
+  for (size_t n : {10, 99, 100, 10009, 10010, 19999})
+    EXPECT_TRUE(Matches(bounded, "\"" + std::string(n, 'b') + "\"")) << n;
+  EXPECT_FALSE(Matches(bounded, "\"" + std::string(9, 'b') + "\""));
+  auto huge = CompileJsonSchema(R"({"type": "string", "maxLength": 2000000})");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("maxLength"), std::string::npos);
+}
+
+// A Qwen XML parameter's value is raw text up to "</parameter>": it may hold any other markup.
+TEST(JsonSchemaTest, RawValuesHoldMarkupButNotTheirClosingTag) {
+  auto compile_raw = [](const std::string& schema) -> std::shared_ptr<const Grammar> {
+    auto gbnf = JsonSchemaToGbnfAs(schema, ValueForm::kRaw, "root", "t-");
+    EXPECT_TRUE(gbnf.ok()) << gbnf.status().message();
+    auto g = ParseGbnf(*gbnf);
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    return g.ok() ? std::make_shared<const Grammar>(std::move(*g)) : nullptr;
+  };
+  for (const char* schema : {R"({"type": "string"})", R"({"type": "string", "minLength": 1})",
+                             R"({"type": "string", "maxLength": 40})"}) {
+    auto g = compile_raw(schema);
+    ASSERT_NE(g, nullptr);
+    for (const char* ok : {"<div>\n  <p>hi</p>\n</div>", "a << b </ c", "</parameter", "x<</param",
+                           "</parameters>", "<", "ab</"})
+      EXPECT_TRUE(Matches(g, ok)) << schema << ": " << ok;
+    for (const char* bad : {"a</parameter>b", "</parameter>", "x<</parameter>"})
+      EXPECT_FALSE(Matches(g, bad)) << schema << ": " << bad;
+  }
+  EXPECT_TRUE(Matches(compile_raw(R"({"type": "string"})"), ""));
+  auto counted = compile_raw(R"({"type": "string", "minLength": 2, "maxLength": 5})");
+  for (const char* ok : {"<a", "<div>", "</p>", "ab"}) EXPECT_TRUE(Matches(counted, ok)) << ok;
+  for (const char* bad : {"<", "<div>x", ""}) EXPECT_FALSE(Matches(counted, bad)) << bad;
+  // Counted past 256 characters, the counted ones leave out "<".
+  auto long_min = compile_raw(R"({"type": "string", "minLength": 300})");
+  EXPECT_TRUE(Matches(long_min, std::string(300, 'a') + "</div>"));
+  EXPECT_FALSE(Matches(long_min, std::string(299, 'a')));
 }
 
 TEST(JsonSchemaTest, CompilesClaudeCodeToolSchemas) {
