@@ -11,8 +11,11 @@
 //         most frequent continuation of the same prefix in the plain samples 3 times in 4, else
 //         a uniformly random token, so accepted drafts, corrections and bonuses all occur.
 //
-// Every sample starts from one prefix state of the prompt but its last token (BuildPrefix, restored
-// as the server's prompt cache restores it), so a sample runs one prompt row, not the whole prompt.
+// Every plain sample starts from one prefix state of the prompt but its last token (BuildPrefix,
+// restored as the server's prompt cache restores it), so a sample runs one prompt row, not the
+// whole prompt. Speculative samples do too, except in a "cold" scenario: there each one prefills
+// the whole prompt, as `mtplx run` and a server request without a cached prefix do, and must still
+// follow the distribution of the restored plain runs.
 //
 // Tests (fixed seeds: deterministic): chi-square homogeneity of the joint outcome of the first 3
 // tokens (sparse cells pooled), of their repeat pattern (which of them are equal) and of each
@@ -81,11 +84,11 @@ inline std::unique_ptr<model::Model> LoadModel(const ModelUnderTest& setup) {
 // T = 0.6, top-p 0.95, top-k 20; with `penalties` also presence -1.0 and frequency -0.5: negative
 // (allowed, OpenAI range [-2, 2]) so that repeats become ~12x MORE likely and common enough for
 // the token counts the engine keeps across verify rows to matter to the test.
-inline GenerateRequest BaseRequest(const ModelUnderTest& setup, const PrefixState& prefix,
+inline GenerateRequest BaseRequest(const ModelUnderTest& setup, const PrefixState* prefix,
                                    int max_tokens, bool penalties) {
   GenerateRequest r;
   r.prompt = setup.prompt;
-  r.prefix = &prefix;
+  r.prefix = prefix;
   r.sampling.temperature = 0.6;
   r.sampling.top_p = 0.95;
   r.sampling.top_k = 20;
@@ -102,7 +105,7 @@ using Samples = std::vector<std::vector<int32_t>>;
 inline Samples RunPlain(const model::Model& m, const ModelUnderTest& setup,
                         const PrefixState& prefix, int samples, int max_tokens, bool penalties) {
   Samples out;
-  GenerateRequest request = BaseRequest(setup, prefix, max_tokens, penalties);
+  GenerateRequest request = BaseRequest(setup, &prefix, max_tokens, penalties);
   for (int i = 0; i < samples; ++i) {
     request.seed = 1 + static_cast<uint64_t>(i);
     auto r = GeneratePlain(m, request, nullptr);
@@ -144,8 +147,9 @@ class Oracle {
   std::map<std::vector<int32_t>, int32_t> mode_;
 };
 
+// `prefix`: nullptr prefills the whole prompt in every sample.
 inline Samples RunSpeculative(const model::Model& m, const ModelUnderTest& setup,
-                              const PrefixState& prefix, int samples, int max_tokens,
+                              const PrefixState* prefix, int samples, int max_tokens,
                               bool penalties, int depth, const Oracle* oracle, SpecTotals* totals,
                               bool adaptive = false) {
   Samples out;
@@ -238,6 +242,7 @@ struct Scenario {
   int max_tokens;
   bool penalties = false;
   bool adaptive = false;  // depth adapts, sampled cycles stop early (the ceiling is `depth`)
+  bool cold = false;      // speculative samples prefill the whole prompt (no cached prefix)
 };
 
 // For each sampling setup (with / without penalties) runs plain decoding once, then every
@@ -273,8 +278,8 @@ inline void CheckScenarios(int samples, const std::vector<Scenario>& scenarios,
       for (const auto& p : plain_all) plain.emplace_back(p.begin(), p.begin() + s.max_tokens);
       SpecTotals totals;
       const Samples spec =
-          RunSpeculative(*m, setup, *prefix, samples, s.max_tokens, penalties, s.depth,
-                         s.oracle ? &oracle : nullptr, &totals, s.adaptive);
+          RunSpeculative(*m, setup, s.cold ? nullptr : &*prefix, samples, s.max_tokens, penalties,
+                         s.depth, s.oracle ? &oracle : nullptr, &totals, s.adaptive);
       ASSERT_EQ(static_cast<int>(spec.size()), samples);
       for (const auto& x : spec) ASSERT_EQ(static_cast<int>(x.size()), s.max_tokens);
       const Comparison c = Compare(plain, spec);
