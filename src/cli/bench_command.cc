@@ -245,18 +245,18 @@ Runner AddBenchCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Measure memory bandwidth, decode, verify, draft and prefill cost on this machine");
   cmd->add_option("--model", f->model_dir, "Model folder (default: the bundled model)");
-  cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)");
+  cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)")->check(ThreadCount());
   AddKvCacheFlag(cmd, f->kv_cache);
   cmd->add_flag("--json", f->json, "Print one JSON object instead of a table");
   cmd->add_option("--acceptance", f->acceptance,
                   "Conditional acceptance at depth 1,2,3,... for the projection (default "
                   "0.94,0.81,0.7; later depths reuse the last value)");
   cmd->add_option("--repeats", f->repeats, "Interleaved samples per quantity; medians reported")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeastOne());
   cmd->add_option("--prefill", f->prefill,
                   "Prompt sizes to time prefill at (default 512,2048; none skips)");
   cmd->add_option("--context", f->context, "Tokens in the state while decode/verify are timed")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeastOne());
   cmd->add_flag("--synthetic-context", f->synthetic_context,
                 "Stand zero KV rows in for the context instead of prefilling it (step times do "
                 "not depend on the cached values; a long context is ready at once)");
@@ -265,7 +265,7 @@ Runner AddBenchCommand(CLI::App& app) {
                   "batching B sequences at depth D runs B (D + 1) rows)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--bandwidth-mib", f->bandwidth_mib, "MiB streamed per bandwidth pass")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeastOne());
   cmd->add_option("--activations", f->activations,
                   "Activations meeting quantized weights: int8 (default, as run) | f32")
       ->check(CLI::IsMember({"int8", "f32"}));

@@ -33,6 +33,14 @@ Runner AddConnectCommand(CLI::App& app);
 // flag, before its range check.
 const CLI::Validator& FiniteNumber();
 
+// Counts that must be at least 1 / must not be negative, said in words (CLI11's PositiveNumber
+// prints its range as 0 to 1.8e308).
+const CLI::Validator& AtLeastOne();
+const CLI::Validator& NotNegative();
+// --threads: 0 (one per core) to kMaxThreads; a slip of the finger must not start 100,000 threads.
+inline constexpr int kMaxThreads = 1024;
+const CLI::Validator& ThreadCount();
+
 // Prints "[mtplx] error: ..." to stderr and returns the exit code for failures.
 int ReportError(const std::string& message);
 

@@ -165,7 +165,7 @@ Runner AddConvertCommand(CLI::App& app) {
       "--sampler", f->sampler,
       "Default sampler T,P,K[,PRESENCE[,FREQUENCY]] (default: generation_config.json, else "
       "0.6,0.95,20; penalties 0)");
-  cmd->add_option("--threads", o.threads, "Worker threads (0 = all cores)");
+  cmd->add_option("--threads", o.threads, "Worker threads (0 = all cores)")->check(ThreadCount());
   cmd->add_flag("--force", o.force, "Replace a non-empty OUT_DIR");
   cmd->add_flag("--json", f->json, "Print a JSON summary on stdout");
   cmd->add_flag("!--no-verify", f->verify, "Skip loading the pack as a self-check");

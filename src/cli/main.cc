@@ -32,6 +32,43 @@ const CLI::Validator& FiniteNumber() {
 
 namespace {
 
+// A validator that refuses numbers below `least` (or above `most`) with `what` as the reason;
+// text that is no number passes, for the option's own conversion to refuse.
+CLI::Validator NumberAtLeast(double least, double most, const std::string& what,
+                             const std::string& name) {
+  return CLI::Validator(
+      [least, most, what](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "";
+        if (value < least || value > most) return StrCat(what, " (got ", text, ")");
+        return "";
+      },
+      name);
+}
+
+}  // namespace
+
+const CLI::Validator& AtLeastOne() {
+  static const CLI::Validator validator =
+      NumberAtLeast(1, HUGE_VAL, "must be at least 1", "POSITIVE");
+  return validator;
+}
+
+const CLI::Validator& NotNegative() {
+  static const CLI::Validator validator =
+      NumberAtLeast(0, HUGE_VAL, "must not be negative", "NONNEGATIVE");
+  return validator;
+}
+
+const CLI::Validator& ThreadCount() {
+  static const CLI::Validator validator =
+      NumberAtLeast(0, kMaxThreads, StrCat("must be 0 (one per core) to ", kMaxThreads), "THREADS");
+  return validator;
+}
+
+namespace {
+
 // Levenshtein distance, for "did you mean".
 size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);

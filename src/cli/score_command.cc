@@ -100,8 +100,8 @@ Runner AddScoreCommand(CLI::App& app) {
   cmd->add_option("--model", o->model_dir, "Model folder")->required();
   cmd->add_option("--tokens", o->tokens, "Comma-separated token ids")->required();
   cmd->add_option("--logits-out", o->logits_out, "Write f32 logits [rows, vocab] here");
-  cmd->add_option("--threads", o->threads, "Worker threads (0 = all cores)");
-  cmd->add_option("--chunk", o->chunk, "Rows per forward call")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->threads, "Worker threads (0 = all cores)")->check(ThreadCount());
+  cmd->add_option("--chunk", o->chunk, "Rows per forward call")->check(AtLeastOne());
   cmd->add_option("--activations", o->activations,
                   "Activations meeting quantized weights: f32 (exact, default) | int8 (as run)")
       ->check(CLI::IsMember({"int8", "f32"}));

@@ -236,13 +236,13 @@ Runner AddServeCommand(CLI::App& app) {
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--default-top-k", f->top_k, "Top-k when a request sets none")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   cmd->add_option("--max-tokens", f->max_tokens, "Most tokens any reply may have (0: no cap)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   cmd->add_option("--seed", f->seed,
                   "Sampling seed of requests that set none (default: a fresh random one each)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)");
+      ->check(NotNegative());
+  cmd->add_option("--threads", f->threads, "Worker threads (0 = all cores)")->check(ThreadCount());
   AddKvCacheFlag(cmd, f->kv_cache);
   cmd->add_option("--parallel", f->parallel,
                   "Requests decoded at once, batched into every forward (default 4)")

@@ -17,8 +17,7 @@ namespace mtplx::cli {
 void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--model", f.model_dir, "Model folder (default: the bundled model)");
   cmd->add_option("--system", f.system, "System prompt");
-  cmd->add_option("--max-tokens", f.max_tokens, "Most tokens to generate")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-tokens", f.max_tokens, "Most tokens to generate")->check(AtLeastOne());
   cmd->add_option("--temperature", f.temperature, "0 = greedy")
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 100.0));
@@ -26,7 +25,7 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top-k", f.top_k, "Keep the k most likely tokens (0 = off)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   cmd->add_option("--min-p", f.min_p, "Drop tokens below min-p x the top probability")
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 1.0));
@@ -39,7 +38,7 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
       ->check(FiniteNumber())
       ->check(CLI::Range(-2.0, 2.0));
   cmd->add_option("--seed", f.seed, "Sampling seed");
-  cmd->add_option("--threads", f.threads, "Worker threads (0 = all cores)");
+  cmd->add_option("--threads", f.threads, "Worker threads (0 = all cores)")->check(ThreadCount());
   cmd->add_option("--depth", f.depth,
                   StrCat("MTP draft depth (1-", io::kMaxMtpDepth,
                          ", capped at the pack's mtp_depth_max; default: the pack's)"))
@@ -55,8 +54,7 @@ void AddGenerationFlags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--draft-top-p", f.draft_top_p, "Draft sampler top-p")
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--draft-top-k", f.draft_top_k, "Draft sampler top-k")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--draft-top-k", f.draft_top_k, "Draft sampler top-k")->check(NotNegative());
   cmd->add_option("--mtp-hidden", f.mtp_hidden, "Trunk hidden fed to the MTP head: post | pre")
       ->check(CLI::IsMember({"post", "pre"}));
   cmd->add_option("--activations", f.activations,

@@ -201,7 +201,7 @@ Runner AddStartCommand(CLI::App& app) {
   cmd->add_option("--api-key-file", f->api_key_file, "The server's key");
   cmd->add_option("--system", f->system, "System prompt");
   cmd->add_option("--max-tokens", f->max_tokens, "Most tokens a reply may have (default 1024)")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeastOne());
   cmd->add_option("--temperature", f->temperature, "Sampling temperature (default: the server's)")
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 2.0));

@@ -18,7 +18,8 @@ Runner AddSynthCommand(CLI::App& app) {
   cmd->add_option("--bits", options->bits, "MLX affine bits (2,3,4,5,6,8); 0 = bf16");
   cmd->add_option("--group-size", options->group_size, "MLX group size (32, 64, 128)");
   cmd->add_option("--seed", options->seed, "Seed of every weight value");
-  cmd->add_option("--threads", options->threads, "Worker threads (0 = all cores)");
+  cmd->add_option("--threads", options->threads, "Worker threads (0 = all cores)")
+      ->check(ThreadCount());
   cmd->add_flag("--fused-mtp-experts", options->fused_mtp_experts,
                 "MoE: store MTP experts fused like the trunk (Qwen3.6 layout)");
   cmd->add_flag("!--no-progress", options->progress, "Hide the progress bar");

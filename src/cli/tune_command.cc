@@ -283,7 +283,8 @@ Runner AddTuneCommand(CLI::App& app) {
   cmd->add_option("--max-tokens", f->max_tokens, "Tokens per prompt and mode (default 512)")
       ->check(CLI::Range(16, 65536));
   cmd->add_option("--threads", f->threads,
-                  "Worker threads (0: measure all, 3/4 and 1/2 of the cores and keep the fastest)");
+                  "Worker threads (0: measure all, 3/4 and 1/2 of the cores and keep the fastest)")
+      ->check(ThreadCount());
   cmd->add_flag("--retune", f->retune, "Measure again even when a result is stored");
   cmd->add_flag("--json", f->json, "One JSON object: verdict, best_depth, results");
   cmd->add_flag("--quiet", f->quiet, "No progress bar");
