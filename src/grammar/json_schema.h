@@ -6,9 +6,9 @@
 //   prefixItems, minItems, maxItems, minLength (up to 10000), maxLength (up to 1000000), pattern
 //   (the regex subset in regex.h), integer minimum / maximum / exclusiveMinimum /
 //   exclusiveMaximum, number minimum or exclusiveMinimum 0 (no sign), format date, time,
-//   date-time and uuid (others are plain strings). Annotations (title, description, default, examples, $schema, $id, $comment,
-//   deprecated, readOnly, writeOnly) are ignored; any other keyword is an error naming it and
-//   its path, as is a schema that can match nothing.
+//   date-time and uuid (others are plain strings). Annotations (title, description, default,
+//   examples, $schema, $id, $comment, deprecated, readOnly, writeOnly) are ignored; any other
+//   keyword is an error naming it and its path, as is a schema that can match nothing.
 //
 // Properties come in the schema's order, whitespace between tokens is one space or a newline and
 // up to 20 spaces or tabs of indentation (a small model cannot pad forever), and numbers have at
