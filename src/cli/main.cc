@@ -32,10 +32,10 @@ const CLI::Validator& FiniteNumber() {
 
 namespace {
 
-// A validator that refuses numbers below `least` (or above `most`) with `what` as the reason;
+// A validator that refuses numbers outside [least, most] with `what` as the reason;
 // text that is no number passes, for the option's own conversion to refuse.
-CLI::Validator NumberAtLeast(double least, double most, const std::string& what,
-                             const std::string& name) {
+CLI::Validator NumberWithin(double least, double most, const std::string& what,
+                            const std::string& name) {
   return CLI::Validator(
       [least, most, what](std::string& text) -> std::string {
         char* end = nullptr;
@@ -51,19 +51,19 @@ CLI::Validator NumberAtLeast(double least, double most, const std::string& what,
 
 const CLI::Validator& AtLeastOne() {
   static const CLI::Validator validator =
-      NumberAtLeast(1, HUGE_VAL, "must be at least 1", "POSITIVE");
+      NumberWithin(1, HUGE_VAL, "must be at least 1", "POSITIVE");
   return validator;
 }
 
 const CLI::Validator& NotNegative() {
   static const CLI::Validator validator =
-      NumberAtLeast(0, HUGE_VAL, "must not be negative", "NONNEGATIVE");
+      NumberWithin(0, HUGE_VAL, "must not be negative", "NONNEGATIVE");
   return validator;
 }
 
 const CLI::Validator& ThreadCount() {
   static const CLI::Validator validator =
-      NumberAtLeast(0, kMaxThreads, StrCat("must be 0 (one per core) to ", kMaxThreads), "THREADS");
+      NumberWithin(0, kMaxThreads, StrCat("must be 0 (one per core) to ", kMaxThreads), "THREADS");
   return validator;
 }
 
